@@ -1,0 +1,1 @@
+"""graphcheck.capture (being built)."""

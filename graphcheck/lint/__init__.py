@@ -1,0 +1,1 @@
+"""graphcheck.lint (being built)."""

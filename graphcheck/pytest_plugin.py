@@ -1,0 +1,1 @@
+"""graphcheck's pytest plugin (being built). Imports nothing heavy at import time."""

@@ -1,0 +1,1 @@
+"""graphcheck.report (being built)."""

@@ -1,0 +1,1 @@
+"""graphcheck.trace (being built)."""

@@ -1,0 +1,1 @@
+"""graphcheck.kernels: the certified reference kernels (being built)."""
