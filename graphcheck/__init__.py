@@ -19,7 +19,7 @@ __all__ = ["Case", "Finding", "Report", "Severity", "assert_graph_safe", "captur
 _LAZY = {
     "check": ("graphcheck.api", "check"),
     "Report": ("graphcheck.api", "Report"),
-    "assert_graph_safe": ("graphcheck.api", "assert_graph_safe"),
+    "assert_graph_safe": ("graphcheck.assertions", "assert_graph_safe"),
 }
 
 
