@@ -1,1 +1,31 @@
-"""graphcheck.kernels: the certified reference kernels (being built)."""
+"""graphcheck.kernels: the certified reference kernels.
+
+Each kernel module holds the Triton kernel, its wrapper (drop-in for the
+interface engines already call), a pure-PyTorch reference, and its declared
+graphcheck cases. Names are resolved lazily so ``import graphcheck.kernels``
+imports neither torch nor triton.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# public name -> submodule of graphcheck.kernels that defines it
+_EXPORTS: dict[str, str] = {
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'graphcheck.kernels' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
