@@ -13,6 +13,10 @@ from typing import Any
 
 # public name -> submodule of graphcheck.kernels that defines it
 _EXPORTS: dict[str, str] = {
+    "fp8_paged_mqa_logits": "paged_mqa_logits",
+    "fp8_paged_mqa_logits_reference": "paged_mqa_logits",
+    "fp8_mqa_logits": "mqa_logits",
+    "fp8_mqa_logits_reference": "mqa_logits",
 }
 
 __all__ = sorted(_EXPORTS)

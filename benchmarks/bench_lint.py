@@ -1,0 +1,88 @@
+"""Benchmark ``graphcheck lint`` on a large real tree: the installed torch package.
+
+Runs the linter in a fresh subprocess per measurement (so peak memory is that
+run's own): cold without cache, cold filling the cache, then a cached re-run,
+each also with ``--all-functions``. Reports files, lines, wall time, lines/s,
+peak RSS (parent + workers) and the GC0xx counts (files it could not check).
+
+    python benchmarks/bench_lint.py [--path DIR] [--jobs N] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+_CHILD = r"""
+import json, resource, sys, time, collections
+from graphcheck.config import Config
+from graphcheck.lint.engine import lint_paths
+path, jobs, use_cache, all_functions = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1"
+t0 = time.perf_counter()
+r = lint_paths([path], Config(all_functions=all_functions), jobs=jobs, use_cache=use_cache)
+wall = time.perf_counter() - t0
+self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+child_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+codes = collections.Counter(f.code for f in r.findings)
+print(json.dumps({"files": r.files_checked, "lines": r.lines, "wall_s": wall, "from_cache": r.from_cache,
+                  "findings": len(r.findings), "peak_rss_mb": (self_kb + child_kb) / 1024,
+                  "gc0xx": {c: n for c, n in codes.items() if c.startswith("GC0")},
+                  "by_code": dict(sorted(codes.items()))}))
+"""
+
+
+def measure(path: str, jobs: int, use_cache: bool, all_functions: bool, cache_dir: str) -> dict:
+    env = dict(os.environ, GRAPHCHECK_CACHE_DIR=cache_dir)
+    out = subprocess.run([sys.executable, "-c", _CHILD, path, str(jobs), "1" if use_cache else "0",
+                          "1" if all_functions else "0"], capture_output=True, text=True, env=env, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--path", help="tree to lint (default: the installed torch package)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--json", metavar="OUT", help="also write the results as JSON")
+    args = parser.parse_args()
+    if args.path is None:
+        import torch
+
+        args.path = os.path.dirname(torch.__file__)
+        torch_version = torch.__version__
+    else:
+        torch_version = None
+
+    rows = []
+    for all_functions in (False, True):
+        with tempfile.TemporaryDirectory() as cache_dir:
+            cold = measure(args.path, args.jobs, False, all_functions, cache_dir)
+            fill = measure(args.path, args.jobs, True, all_functions, cache_dir)
+            cached = measure(args.path, args.jobs, True, all_functions, cache_dir)
+        for label, r in (("cold, no cache", cold), ("cold, filling cache", fill), ("cached re-run", cached)):
+            rows.append({"mode": label, "all_functions": all_functions, **r})
+
+    from graphcheck import __version__
+
+    env = {"date": time.strftime("%Y-%m-%d"), "python": platform.python_version(), "graphcheck": __version__,
+           "torch": torch_version, "cpus": os.cpu_count(), "jobs": args.jobs, "machine": platform.machine(),
+           "processor": platform.processor() or platform.machine(), "path": args.path}
+    print(f"tree: {args.path}  ({env['cpus']} CPUs, jobs={args.jobs}, Python {env['python']}, torch {torch_version})")
+    header = f"{'mode':<22}{'all-fn':<8}{'files':>7}{'lines':>10}{'wall s':>9}{'lines/s':>11}{'peak MB':>9}{'cached':>8}  GC0xx"
+    print(header)
+    for r in rows:
+        rate = r["lines"] / r["wall_s"] if r["wall_s"] else float("inf")
+        print(f"{r['mode']:<22}{str(r['all_functions']):<8}{r['files']:>7}{r['lines']:>10}{r['wall_s']:>9.2f}"
+              f"{rate:>11.0f}{r['peak_rss_mb']:>9.0f}{r['from_cache']:>8}  {r['gc0xx'] or '-'}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"env": env, "rows": rows}, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()

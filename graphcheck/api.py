@@ -1,0 +1,113 @@
+"""``graphcheck.check``: run every dynamic layer on one case and collect a report.
+
+The trace layer always runs (on the CPU with Triton's interpreter when no GPU
+is used). With ``gpu="auto"`` or ``"on"`` and a CUDA device, the trace layer
+runs natively and the capture layer runs after it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import traceback
+from typing import Any
+
+from graphcheck.case import Case
+from graphcheck.findings import Finding, Severity, at_or_above
+
+GPU_MODES = ("auto", "off", "on")
+
+
+@dataclasses.dataclass
+class Report:
+    case: str
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    skipped: list[str] = dataclasses.field(default_factory=list)
+    #: layer name -> "pass" | "fail" | "skipped: <reason>"
+    layers: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """No finding at warning or above."""
+        return not at_or_above(self.findings, Severity.WARNING)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"case": self.case, "ok": self.ok, "layers": dict(self.layers), "skipped": list(self.skipped),
+                "findings": [f.to_dict() for f in self.findings]}
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _status(findings: list[Finding]) -> str:
+    return "fail" if at_or_above(findings, Severity.WARNING) else "pass"
+
+
+def _internal_error(case: Case, exc: BaseException, layer: str) -> Finding:
+    from graphcheck import rules
+    from graphcheck.trace.frames import function_location
+
+    loc = function_location(case.fn)
+    rule = rules.get("GC003")
+    return Finding(code="GC003", severity=rule.severity, message=f"the {layer} layer failed: {type(exc).__name__}: {exc}",
+                   path=loc.path, line=loc.line, function=loc.function, hint=rule.hint,
+                   layer="capture" if layer == "capture" else "trace", case=case.name,
+                   evidence={"traceback": traceback.format_exc()[-4000:]})
+
+
+def check(case: Case, gpu: str = "auto", examples: int = 4, timeout: float = 120.0, isolate: bool = True) -> Report:
+    """Run the dynamic layers on ``case``.
+
+    ``gpu``: ``"off"`` runs on CPU tensors only (Triton kernels in the
+    interpreter); ``"auto"`` uses a CUDA device when there is one; ``"on"``
+    requires one and raises :class:`RuntimeError` without it. ``examples`` is the
+    number of seeds (at least 2) whose launch plans are compared. ``timeout`` and
+    ``isolate`` are passed to the capture layer.
+    """
+    if not isinstance(case, Case):
+        raise TypeError(f"check() takes a graphcheck.Case, got {type(case).__name__}")
+    if gpu not in GPU_MODES:
+        raise ValueError(f"gpu must be one of {GPU_MODES}, got {gpu!r}")
+    cuda = gpu != "off" and _cuda_available()
+    if gpu == "on" and not cuda:
+        raise RuntimeError("gpu='on' but no CUDA device is available; use gpu='auto' or gpu='off'")
+    report = Report(case=case.name)
+
+    from graphcheck.trace.runner import run_trace
+
+    try:
+        trace = run_trace(case, device="cuda" if cuda else "cpu", examples=examples)
+        report.findings += trace.findings
+        report.skipped += trace.skipped
+        report.layers["trace"] = f"skipped: {trace.skipped[0]}" if trace.skipped and not trace.recorders else _status(trace.findings)
+    except Exception as exc:  # a bug in graphcheck must not take the whole run down
+        report.findings.append(_internal_error(case, exc, "trace"))
+        report.layers["trace"] = "fail"
+
+    if not cuda:
+        reason = "gpu='off': capture layer skipped" if gpu == "off" else "no CUDA device: capture layer skipped"
+        report.skipped.append(reason)
+        report.layers["capture"] = f"skipped: {reason}"
+    else:
+        try:
+            from graphcheck.capture import check_capture
+        except ImportError as exc:
+            reason = f"capture layer unavailable ({exc}): capture layer skipped"
+            report.skipped.append(reason)
+            report.layers["capture"] = f"skipped: {reason}"
+        else:
+            try:
+                found, skipped = check_capture(case, examples=examples, timeout=timeout, isolate=isolate)
+                report.findings += list(found)
+                report.skipped += list(skipped)
+                if skipped and not found:
+                    report.layers["capture"] = f"skipped: {skipped[0]}"
+                else:
+                    report.layers["capture"] = _status(list(found))
+            except Exception as exc:
+                report.findings.append(_internal_error(case, exc, "capture"))
+                report.layers["capture"] = "fail"
+    report.findings.sort(key=lambda f: f.sort_key())
+    return report

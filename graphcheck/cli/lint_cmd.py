@@ -1,0 +1,111 @@
+"""``graphcheck lint PATH...``: the static checks, over files and directories."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+
+DESCRIPTION = """\
+Lint Python and CUDA C++ sources for CUDA-graph hazards without importing or
+running them. Directories are searched recursively (.git, virtual environments,
+build and cache folders are skipped). Settings come from [tool.graphcheck] in the
+nearest pyproject.toml (or --config); command-line options override them.
+"""
+
+EPILOG = """\
+exit codes:
+  0  no finding at or above --fail-on
+  1  findings at or above --fail-on
+  2  usage or configuration error (a path that does not exist, an unknown rule
+     code, a bad config file)
+
+examples:
+  graphcheck lint src/ csrc/
+  graphcheck lint --format sarif --output graphcheck.sarif .
+  graphcheck lint --select GC1,GC201 --ignore GC503 ops.py
+"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "lint", help="static checks on Python and CUDA C++ files", description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to lint")
+    p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
+                   help="report format: text (default; rich on a terminal, plain otherwise), json (an array of "
+                        "findings), sarif (SARIF 2.1.0 for code scanning), github (workflow annotations)")
+    p.add_argument("--output", "-o", metavar="FILE",
+                   help="write the report to FILE instead of stdout (a one-line summary still goes to stderr)")
+    p.add_argument("--select", metavar="CODES",
+                   help="only these rules: comma-separated codes or prefixes (GC101,GC2); replaces config select")
+    p.add_argument("--ignore", metavar="CODES",
+                   help="skip these rules: comma-separated codes or prefixes; added to config ignore")
+    p.add_argument("--config", metavar="FILE",
+                   help="read settings from FILE (a pyproject.toml with [tool.graphcheck], or a graphcheck.toml "
+                        "with the keys at top level) instead of searching for one")
+    p.add_argument("--fail-on", choices=("error", "warning", "info", "never"), default=None,
+                   help="lowest severity that makes the exit code 1 (default: warning, or config fail-on)")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings (same as --fail-on never)")
+    p.add_argument("--all-functions", action="store_true", default=None,
+                   help="lint every Python function, not only capture-reachable ones")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the lint cache (.graphcheck_cache/)")
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="worker processes (default: the number of CPUs; 1 runs in-process)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from graphcheck import config as config_mod
+    from graphcheck.findings import at_or_above
+    from graphcheck.lint.engine import lint_paths
+    from graphcheck.report import Summary, render
+    from graphcheck.report.summary import one_line
+
+    try:
+        if args.config:
+            config = config_mod.load_file(args.config)
+        else:
+            config = config_mod.discover(args.paths[0])
+        overrides = {}
+        if args.select is not None:
+            overrides["select"] = config_mod.parse_selectors(args.select, "--select")
+        if args.ignore is not None:
+            overrides["ignore"] = config.ignore + config_mod.parse_selectors(args.ignore, "--ignore")
+        if args.all_functions:
+            overrides["all_functions"] = True
+        if args.fail_on:
+            overrides["fail_on"] = args.fail_on
+        config = config.with_overrides(**overrides)
+        if args.jobs is not None and args.jobs < 1:
+            raise config_mod.ConfigError("--jobs must be at least 1")
+        result = lint_paths(args.paths, config, jobs=args.jobs, use_cache=not args.no_cache)
+    except config_mod.ConfigError as exc:
+        print(f"graphcheck lint: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    summary = Summary(files_checked=result.files_checked, lines=result.lines, seconds=result.seconds,
+                      from_cache=result.from_cache)
+    for skipped in result.skipped:
+        print(f"graphcheck lint: skipped {skipped}: not a Python or CUDA C++ file", file=sys.stderr)
+
+    to_terminal = args.output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    report = render(result.findings, args.format, summary=summary, color=to_terminal and args.format == "text")
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(report)
+        except OSError as exc:
+            print(f"graphcheck lint: error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"graphcheck: {one_line(result.findings, summary)}; report written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(report)
+        sys.stdout.flush()
+
+    fail_on = "never" if args.exit_zero else config.fail_on
+    if fail_on != "never" and at_or_above(result.findings, fail_on):
+        return EXIT_FINDINGS
+    return EXIT_OK

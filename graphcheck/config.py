@@ -1,0 +1,181 @@
+"""Project configuration: ``[tool.graphcheck]`` in ``pyproject.toml`` or a ``graphcheck.toml``.
+
+Discovery walks up from the first path given on the command line and takes the
+nearest directory holding a ``graphcheck.toml`` (keys at top level) or a
+``pyproject.toml`` with a ``[tool.graphcheck]`` table; ``graphcheck.toml`` wins in
+the same directory. ``--config FILE`` names the file instead: a ``pyproject.toml``
+is read from its ``[tool.graphcheck]`` table, any other TOML file from its top
+level. The directory holding the config file is the project root: ``exclude``
+and ``per-file-ignores`` globs are relative to it, and the lint cache lives
+there. Keys may be spelled with dashes or underscores.
+
+Keys: ``select``, ``ignore`` (codes or prefixes such as ``GC1``),
+``per-file-ignores`` (glob -> codes), ``exclude`` (globs), ``entry-points``
+(qualified names of capture entry points), ``fail-on`` (error, warning, info,
+never), ``all-functions`` (bool), ``max-file-size`` (bytes). Unknown keys and
+wrong types are errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+from graphcheck import rules
+
+FAIL_ON = ("error", "warning", "info", "never")
+DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+_CODE_SELECTOR = re.compile(r"^GC\d{0,3}$")
+
+
+class ConfigError(Exception):
+    """A configuration or usage problem; the CLI reports it and exits 2."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] = ()  # empty: every rule
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = ()
+    entry_points: tuple[str, ...] = ()
+    fail_on: str = "warning"
+    all_functions: bool = False
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    root: Path = dataclasses.field(default_factory=Path.cwd)
+    source: Path | None = None  # the file the settings came from
+
+    def selects(self, code: str) -> bool:
+        """Whether ``code`` is reported under select/ignore (per-file ignores aside)."""
+        if self.select and not rules.matches(code, self.select):
+            return False
+        return not (self.ignore and rules.matches(code, self.ignore))
+
+    def with_overrides(self, **changes: Any) -> "Config":
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def parse_selectors(value: "str | list | tuple", where: str) -> tuple[str, ...]:
+    """Validate a list of codes or prefixes (``GC101``, ``GC1``); unknown codes are errors."""
+    if isinstance(value, str):
+        items = [v for v in re.split(r"[,\s]+", value) if v]
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        items = [v.strip() for v in value if v.strip()]
+    else:
+        raise ConfigError(f"{where}: expected a list of rule codes, got {value!r}")
+    out = []
+    for item in items:
+        sel = item.upper()
+        if not _CODE_SELECTOR.match(sel):
+            raise ConfigError(f"{where}: {item!r} is not a rule code or prefix (like GC101 or GC1)")
+        if len(sel) == 5:
+            if sel not in rules.RULES:
+                raise ConfigError(f"{where}: unknown rule {item!r}; `graphcheck rules` lists them")
+        elif not any(code.startswith(sel) for code in rules.RULES):
+            raise ConfigError(f"{where}: no rule starts with {item!r}")
+        out.append(sel)
+    return tuple(out)
+
+
+def _str_list(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+
+
+def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config:
+    """Build a Config from a parsed ``[tool.graphcheck]`` table, validating every key."""
+    where_file = str(source) if source else "configuration"
+    values: dict[str, Any] = {}
+    for raw_key, value in table.items():
+        key = raw_key.replace("_", "-")
+        where = f"{where_file}: [tool.graphcheck] {raw_key}"
+        if key in ("select", "ignore"):
+            values[key] = parse_selectors(value, where)
+        elif key == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: expected a table of glob = [codes], got {value!r}")
+            values["per_file_ignores"] = tuple(
+                (glob, parse_selectors(codes, f"{where}.{glob!r}")) for glob, codes in value.items()
+            )
+        elif key == "exclude":
+            values["exclude"] = _str_list(value, where)
+        elif key == "entry-points":
+            values["entry_points"] = _str_list(value, where)
+        elif key == "fail-on":
+            if not isinstance(value, str) or value.lower() not in FAIL_ON:
+                raise ConfigError(f"{where}: expected one of {', '.join(FAIL_ON)}, got {value!r}")
+            values["fail_on"] = value.lower()
+        elif key == "all-functions":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: expected true or false, got {value!r}")
+            values["all_functions"] = value
+        elif key == "max-file-size":
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(f"{where}: expected a positive number of bytes, got {value!r}")
+            values["max_file_size"] = value
+        else:
+            known = "select, ignore, per-file-ignores, exclude, entry-points, fail-on, all-functions, max-file-size"
+            raise ConfigError(f"{where_file}: unknown key {raw_key!r} in [tool.graphcheck] (known: {known})")
+    return Config(root=root, source=source, **values)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def _table_of(path: Path, data: dict[str, Any]) -> dict[str, Any] | None:
+    tool = data.get("tool")
+    if isinstance(tool, dict) and "graphcheck" in tool:
+        table = tool["graphcheck"]
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool.graphcheck] must be a table")
+        return table
+    if path.name == "pyproject.toml":
+        return None
+    return data
+
+
+def load_file(path: "str | Path") -> Config:
+    """Read the settings in ``path`` (``--config FILE``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    table = _table_of(path, _read_toml(path))
+    return from_table(table or {}, path, path.resolve().parent)
+
+
+def discover(start: "str | Path | None") -> Config:
+    """The nearest config walking up from ``start`` (a file or directory); defaults if none."""
+    here = Path(start) if start is not None else Path.cwd()
+    try:
+        here = here.resolve()
+    except OSError:
+        here = Path(os.path.abspath(here))
+    if not here.is_dir():
+        here = here.parent
+    for folder in (here, *here.parents):
+        for name in ("graphcheck.toml", "pyproject.toml"):
+            candidate = folder / name
+            if candidate.is_file():
+                table = _table_of(candidate, _read_toml(candidate))
+                if table is not None:
+                    return from_table(table, candidate, folder)
+    return Config(root=Path.cwd())

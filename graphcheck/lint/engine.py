@@ -1,0 +1,258 @@
+"""The lint engine: discover files, run the rules on each (in parallel), cache, filter.
+
+Nothing here imports or runs the code being linted: files are read as bytes,
+decoded, and handed to the Python rules (``ast``) or the C++ rules (text). A
+file that cannot be read, decoded or parsed becomes a GC0xx finding and the other
+files are still linted; an exception inside a rule becomes GC003 for that file.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import io
+import os
+import time
+import tokenize
+from typing import Any, Sequence
+
+from graphcheck import rules
+from graphcheck.config import Config
+from graphcheck.findings import Finding
+from graphcheck.lint import cache as cache_mod
+from graphcheck.lint import files as files_mod
+
+SERIAL_BELOW = 50  # fewer files than this run in-process: a pool costs more than it saves
+_BINARY_PROBE = 8192
+
+
+@dataclasses.dataclass
+class LintResult:
+    findings: list[Finding]
+    files_checked: int
+    lines: int
+    from_cache: int
+    seconds: float = 0.0
+    skipped: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    all_functions: bool
+    entry_points: tuple[str, ...]
+    max_file_size: int
+
+
+# --- one file --------------------------------------------------------------------------
+
+
+def _tool_finding(code: str, message: str, path: str, line: int = 1, col: int = 0, **evidence: Any) -> Finding:
+    rule = rules.get(code)
+    return Finding(code=code, severity=rule.severity, message=message, path=path, line=line, col=col,
+                   hint=rule.hint, layer="static", evidence=evidence)
+
+
+def _count_lines(data: bytes) -> int:
+    if not data:
+        return 0
+    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+
+
+def decode(data: bytes, language: str) -> str:
+    """Decode source bytes: UTF-8 (BOM allowed), or a PEP 263 coding cookie for Python.
+
+    Raises UnicodeDecodeError, LookupError or SyntaxError when it cannot.
+    """
+    if language == "python":
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        if encoding == "utf-8-sig":
+            data = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+            encoding = "utf-8"
+        return data.decode(encoding)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return data.decode("utf-8")
+
+
+def lint_source(source: str, path: str, language: str, options: _Options | None = None) -> list[Finding]:
+    """Run the rules for ``language`` on decoded ``source`` and apply inline suppressions."""
+    from graphcheck.lint import suppress
+
+    options = options or _Options(False, (), Config().max_file_size)
+    if language == "python":
+        from graphcheck.lint.python_rules import lint_python
+
+        found = lint_python(source, path, all_functions=options.all_functions, entry_points=options.entry_points)
+        return suppress.filter_python(found, source)
+    from graphcheck.lint.cpp_rules import lint_cpp
+
+    return suppress.filter_cpp(lint_cpp(source, path), source)
+
+
+def _lint_file(path: str, display: str, language: str, known_digest: str | None, options: _Options) -> dict[str, Any]:
+    """Lint one file; never raises. Returns a plain dict (cheap to send between processes)."""
+    result: dict[str, Any] = {"path": path, "lines": 0, "findings": [], "cacheable": False}
+    try:
+        st = os.stat(path)
+        result["size"], result["mtime_ns"] = st.st_size, st.st_mtime_ns
+        if st.st_size > options.max_file_size:
+            result["findings"] = [_tool_finding(
+                "GC002", f"file is too large ({st.st_size} bytes > max-file-size {options.max_file_size}); skipped",
+                display, size=st.st_size)]
+            return result
+        with open(path, "rb") as fh:
+            data = fh.read(options.max_file_size + 1)
+    except FileNotFoundError:
+        result["findings"] = [_tool_finding("GC002", "file disappeared before it could be read", display)]
+        return result
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        result["findings"] = [_tool_finding("GC002", f"cannot read file: {reason}", display, errno=exc.errno)]
+        return result
+    file_digest = cache_mod.digest(data)
+    result["digest"] = file_digest
+    result["cacheable"] = True
+    result["lines"] = _count_lines(data)
+    if known_digest == file_digest:
+        result["unchanged"] = True
+        return result
+    if b"\x00" in data[:_BINARY_PROBE]:
+        result["findings"] = [_tool_finding("GC002", "file looks binary (NUL bytes); skipped", display)]
+        return result
+    try:
+        source = decode(data, language)
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
+        detail = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+        result["findings"] = [_tool_finding("GC002", f"cannot decode file as text: {detail}", display)]
+        return result
+    try:
+        result["findings"] = lint_source(source, display, language, options)
+    except RecursionError:
+        result["findings"] = [_tool_finding("GC003", "file is nested too deeply to check", display)]
+    except Exception as exc:  # a rule bug must not stop the run
+        result["findings"] = [_tool_finding("GC003", f"internal error: {type(exc).__name__}: {exc}", display,
+                                            exception=type(exc).__name__)]
+        result["cacheable"] = False
+    return result
+
+
+def _lint_chunk(tasks: list[tuple[str, str, str, str | None]], options: _Options) -> list[dict[str, Any]]:
+    out = []
+    for path, display, language, known in tasks:
+        res = _lint_file(path, display, language, known, options)
+        res["findings"] = [f.to_dict() for f in res["findings"]]
+        out.append(res)
+    return out
+
+
+# --- many files ------------------------------------------------------------------------
+
+
+def _matches_glob(display: str, abs_path: str, root: str, pattern: str) -> bool:
+    import fnmatch
+
+    rel = os.path.relpath(abs_path, root).replace(os.sep, "/")
+    return (fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(display, pattern)
+            or fnmatch.fnmatchcase(os.path.basename(abs_path), pattern))
+
+
+def _chunks(tasks: list, jobs: int) -> list[list]:
+    size = max(1, min(64, -(-len(tasks) // (jobs * 8))))
+    return [tasks[i : i + size] for i in range(0, len(tasks), size)]
+
+
+def _run_tasks(tasks: list, options: _Options, jobs: int) -> list[dict[str, Any]]:
+    if jobs <= 1 or len(tasks) < SERIAL_BELOW:
+        return _lint_chunk(tasks, options)
+    results: list[dict[str, Any]] = []
+    chunks = _chunks(tasks, jobs)
+    pending: dict[concurrent.futures.Future, list] = {}
+    try:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+            for chunk in chunks:
+                pending[pool.submit(_lint_chunk, chunk, options)] = chunk
+            for future in concurrent.futures.as_completed(list(pending)):
+                try:
+                    results.extend(future.result())
+                    del pending[future]
+                except concurrent.futures.process.BrokenProcessPool:
+                    break
+    except (OSError, concurrent.futures.process.BrokenProcessPool):
+        pass
+    # a worker died (say, the interpreter overflowed its C stack): redo what is left here, one file at a time
+    for chunk in pending.values():
+        for task in chunk:
+            results.extend(_lint_chunk([task], options))
+    return results
+
+
+def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None = None, *,
+               jobs: int | None = None, use_cache: bool = True) -> LintResult:
+    """Lint every Python and C++ file under ``paths``.
+
+    Raises ``graphcheck.config.ConfigError`` for a path that does not exist.
+    """
+    started = time.perf_counter()
+    config = config or Config()
+    discovery = files_mod.discover(paths, config)
+    options = _Options(config.all_functions, tuple(config.entry_points), config.max_file_size)
+    jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+
+    cache = None
+    if use_cache:
+        cache = cache_mod.LintCache(cache_mod.cache_dir(config.root),
+                                    cache_mod.settings_key(*dataclasses.astuple(options)))
+
+    by_path = {f.path: f for f in discovery.files}
+    raw: dict[str, list[Finding]] = {}
+    lines = 0
+    from_cache = 0
+    tasks = []
+    for sf in discovery.files:
+        known = None
+        if cache is not None:
+            try:
+                st = os.stat(sf.path)
+                hit, known, cached_lines, cached = cache.lookup(sf.path, st.st_size, st.st_mtime_ns)
+                if hit:
+                    raw[sf.path] = [Finding.from_dict({**d, "path": sf.display}) for d in cached]
+                    lines += cached_lines
+                    from_cache += 1
+                    continue
+            except Exception:  # a vanished file or a malformed entry: lint it afresh
+                known = None
+        tasks.append((sf.path, sf.display, sf.language, known))
+
+    for res in _run_tasks(tasks, options, jobs):
+        sf = by_path[res["path"]]
+        lines += res["lines"]
+        if res.get("unchanged") and cache is not None:
+            _, _, _, cached = cache.lookup(sf.path, -1, -1)
+            try:
+                found = [Finding.from_dict({**d, "path": sf.display}) for d in cached or ()]
+            except Exception:
+                found = []
+            from_cache += 1
+        else:
+            found = [Finding.from_dict(d) for d in res["findings"]]
+        raw[sf.path] = found
+        if cache is not None and res.get("cacheable"):
+            stored = [{k: v for k, v in f.to_dict().items() if k != "path"} for f in found]
+            cache.store(sf.path, res["size"], res["mtime_ns"], res["digest"], res["lines"], stored)
+    if cache is not None:
+        cache.save()
+
+    root = str(config.root)
+    findings: list[Finding] = []
+    for abs_path, found in raw.items():
+        display = by_path[abs_path].display
+        ignored: tuple[str, ...] = ()
+        for pattern, codes in config.per_file_ignores:
+            if _matches_glob(display, abs_path, root, pattern):
+                ignored += codes
+        for f in found:
+            if config.selects(f.code) and not (ignored and rules.matches(f.code, ignored)):
+                findings.append(f)
+    findings.sort(key=Finding.sort_key)
+    return LintResult(findings=findings, files_checked=len(discovery.files), lines=lines, from_cache=from_cache,
+                      seconds=time.perf_counter() - started, skipped=discovery.skipped)

@@ -1,0 +1,508 @@
+"""Static rules for Python sources: host syncs, streams, host-to-device copies,
+values baked into a launch, and host RNG / side effects on the capture path.
+
+``lint_python(source, path)`` parses the text with ``ast`` (the code is never
+imported or run) and checks every capture-reachable function (see
+``graphcheck.lint.scope``), or every function with ``all_functions=True``.
+Module-level and class-level code is setup code and is never checked.
+
+Speed: a module that mentions none of ``triton``, ``torch.library``,
+``custom_op``, ``register_kernel``, ``capturable``, ``.impl(``, an entry-point
+name, or a subscript-call ``name[...](`` of an imported name (a launch of an
+imported kernel) cannot hold a capture-reachable function, so it is not even
+parsed; a syntax error in such a file is therefore not reported (it could not
+hide a finding). With ``all_functions=True`` every file is parsed.
+
+The function never raises: a syntax error is GC001, a file the parser cannot
+handle (null bytes, nesting too deep) is GC002, and a failure of the rules
+themselves is GC003.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Sequence
+
+from graphcheck import rules
+from graphcheck.findings import Finding
+from graphcheck.lint.scope import FuncInfo, ModuleIndex
+from graphcheck.lint.values import FunctionFacts, is_builtin, is_cpu_device
+
+_PRECHECK_TOKENS = ("triton", "torch.library", "custom_op", "register_kernel", "capturable", ".impl(")
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+\S+[ \t]+)?import[ \t]+\(?([^\n#]+)", re.M)
+_TEXT_LIMIT = 60
+
+# torch functions by the rule they break; matched on the resolved dotted name.
+_NONZERO = {"torch.nonzero", "torch.argwhere"}
+_MASKED_SELECT = {"torch.masked_select"}
+_UNIQUE = {"torch.unique", "torch.unique_consecutive", "torch.functional.unique", "torch.functional.unique_consecutive"}
+_STREAM_CTORS = {"torch.cuda.Stream", "torch.cuda.Event", "torch.Stream", "torch.Event",
+                 "torch.cuda.streams.Stream", "torch.cuda.streams.Event"}
+_DEFAULT_STREAM = {"torch.cuda.default_stream", "torch.cuda.set_stream", "torch.cuda.streams.default_stream",
+                   "torch.accelerator.set_stream"}
+_STREAM_CONTEXT = {"torch.cuda.stream", "torch.cuda.StreamContext", "torch.cuda.streams.StreamContext"}
+_ALLOCATORS = {"torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.empty_strided",
+               "torch.arange", "torch.rand", "torch.randn", "torch.randint", "torch.randperm",
+               "torch.linspace", "torch.eye"}
+_ALLOC_METHODS = {"new_empty", "new_zeros", "new_ones", "new_full"}
+_SEED_FUNCS = {f"{m}.{f}" for m in ("torch", "torch.random", "torch.cuda", "torch.cuda.random")
+               for f in ("manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed",
+                         "get_rng_state", "get_rng_state_all", "set_rng_state", "set_rng_state_all")}
+_HOST_RNG_STATE = {"seed", "getstate", "setstate", "get_state", "set_state"}
+_GEN_METHODS = {"manual_seed", "seed", "get_state", "set_state"}
+_LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
+_LOGGER_NAMES = {"logger", "log", "LOGGER", "LOG", "_logger", "_log", "_LOGGER", "_LOG"}
+_TIME_FUNCS = {"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
+               "time.perf_counter_ns", "time.monotonic_ns", "time.sleep"}
+
+
+def lint_python(source: str, path: str, *, all_functions: bool = False,
+                entry_points: Sequence[str] = ()) -> list[Finding]:
+    """Static findings for one Python source text. Never raises."""
+    try:
+        if not all_functions and not _may_be_reachable(source, entry_points):
+            return []
+        if "\x00" in source:
+            line = source.count("\n", 0, source.index("\x00")) + 1
+            return [_tool_finding("GC002", path, line, 0,
+                                  "the file contains a null byte, so it cannot be parsed as Python; not checked")]
+        try:
+            tree = ast.parse(source, filename=path)
+        except SyntaxError as exc:
+            return [_tool_finding("GC001", path, exc.lineno or 1, max((exc.offset or 1) - 1, 0),
+                                  f"syntax error: {exc.msg}; the file was not checked")]
+        except (RecursionError, MemoryError) as exc:
+            return [_tool_finding("GC002", path, 1, 0,
+                                  f"the file is nested too deeply for Python's parser ({type(exc).__name__}); not checked")]
+        except ValueError as exc:
+            return [_tool_finding("GC002", path, 1, 0, f"the file cannot be parsed as Python ({exc}); not checked")]
+        return _Linter(tree, source, path, all_functions, entry_points).run()
+    except Exception as exc:  # the rules themselves failed: report, never raise
+        return [_tool_finding("GC003", path, 1, 0,
+                              f"the Python rules failed on this file ({type(exc).__name__}: {exc}); it was not fully checked")]
+
+
+def _may_be_reachable(source: str, entry_points: Sequence[str]) -> bool:
+    if any(token in source for token in _PRECHECK_TOKENS):
+        return True
+    if "](" in source:
+        # `name[...](` / `name.attr[...](` of an imported name: a launch of an
+        # imported kernel in a module that never mentions triton itself.
+        names = set()
+        for match in _IMPORT_LINE.finditer(source):
+            for part in match.group(1).split(","):
+                words = part.split()
+                if words:
+                    names.add(words[-1].strip("()").split(".")[0])
+        names.discard("")
+        if names:
+            pattern = r"\b(?:%s)(?:\.\w+)*\s*\[[^\]\n]*\]\s*\(" % "|".join(map(re.escape, sorted(names)))
+            if re.search(pattern, source):
+                return True
+    for entry in entry_points:
+        name = entry.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+        if name and name in source:
+            return True
+    return False
+
+
+def _tool_finding(code: str, path: str, line: int, col: int, message: str) -> Finding:
+    rule = rules.get(code)
+    return Finding(code=code, severity=rule.severity, message=message, path=path, line=line, col=col,
+                   hint=rule.hint, layer="static")
+
+
+class _Linter:
+    def __init__(self, tree: ast.Module, source: str, path: str, all_functions: bool,
+                 entry_points: Sequence[str]) -> None:
+        self.source = source
+        self.lines = source.splitlines()
+        self.path = path
+        self.index = ModuleIndex(tree, source)
+        self.all_functions = all_functions
+        self.entry_points = entry_points
+        self.findings: list[Finding] = []
+        self._seen: set[tuple[str, int, int]] = set()
+
+    def run(self) -> list[Finding]:
+        reachable = self.index.reachable(self.entry_points)
+        if self.all_functions:
+            targets = [(f, reachable.get(f)) for f in self.index.functions if not f.is_kernel]
+        else:
+            targets = [(f, reason) for f, reason in reachable.items()]
+        for info, reason in targets:
+            _FunctionChecker(self, info, reason).run()
+        self.findings.sort(key=lambda f: (f.line, f.col, f.code))
+        return self.findings
+
+    def text(self, node: ast.AST) -> str:
+        """The source text of ``node``, on one line and shortened."""
+        start, end = node.lineno, getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
+        col, end_col = node.col_offset, getattr(node, "end_col_offset", None)  # type: ignore[attr-defined]
+        if start > len(self.lines):
+            return "<expression>"
+        if end - start > 5:
+            end, end_col = start, None
+        chunk = [self.lines[i - 1].encode() for i in range(start, min(end, len(self.lines)) + 1)]
+        if end_col is not None and start == end:
+            chunk[-1] = chunk[-1][:end_col]
+        elif end_col is not None:
+            chunk[-1] = chunk[-1][:end_col]
+        chunk[0] = chunk[0][col:]
+        text = " ".join(part.decode(errors="replace").strip() for part in chunk)
+        if len(text) > _TEXT_LIMIT:
+            text = text[: _TEXT_LIMIT - 3].rstrip() + "..."
+        return text
+
+    def char_col(self, node: ast.AST) -> int:
+        line = node.lineno  # type: ignore[attr-defined]
+        if line > len(self.lines):
+            return node.col_offset  # type: ignore[attr-defined]
+        return len(self.lines[line - 1].encode()[: node.col_offset].decode(errors="replace"))  # type: ignore[attr-defined]
+
+    def report(self, code: str, node: ast.AST, info: FuncInfo, reason: str | None, message: str,
+               **evidence: object) -> None:
+        key = (code, node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        rule = rules.get(code)
+        where = f" inside `{info.qualname}`"
+        if reason:
+            where += f", which {reason}" if message.endswith("{where}") else f" (which {reason})"
+        evidence = {k: v for k, v in evidence.items() if v is not None}
+        self.findings.append(Finding(
+            code=code, severity=rule.severity, message=message.replace("{where}", where), path=self.path,
+            line=node.lineno, col=self.char_col(node), function=info.qualname,  # type: ignore[attr-defined]
+            hint=rule.hint, layer="static", evidence={"construct": self.text(node), **evidence}))
+
+
+class _FunctionChecker:
+    """All rules over one function's own nodes, in one pass."""
+
+    def __init__(self, linter: _Linter, info: FuncInfo, reason: str | None) -> None:
+        self.linter = linter
+        self.index = linter.index
+        self.aliases = linter.index.aliases
+        self.info = info
+        self.reason = reason
+        self.facts = FunctionFacts(info, linter.index)
+
+    def report(self, code: str, node: ast.AST, message: str, **evidence: object) -> None:
+        self.linter.report(code, node, self.info, self.reason, message, **evidence)
+
+    def t(self, node: ast.AST) -> str:
+        return self.linter.text(node)
+
+    def run(self) -> None:
+        nodes = self.info.own_nodes()
+        booleaned: set[int] = set()
+        joins: list[int] = []
+        forks: list[ast.With | ast.AsyncWith] = []
+        for node in nodes:
+            if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)):
+                booleaned.add(id(node.test))
+            elif isinstance(node, ast.comprehension):
+                booleaned.update(id(cond) for cond in node.ifs)
+            elif isinstance(node, ast.BoolOp):
+                values = node.values if id(node) in booleaned else node.values[:-1]
+                booleaned.update(id(v) for v in values)
+            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+                booleaned.add(id(node.operand))
+            if id(node) in booleaned and not isinstance(node, (ast.BoolOp,)) and not (
+                    isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+                self.check_truthiness(node)
+            if isinstance(node, ast.Call):
+                self.check_call(node)
+                if self._is_join(node):
+                    joins.append(node.lineno)
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+                self.check_subscript(node)
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                forks.extend(self._forks(node))
+        for with_node in forks:
+            end = with_node.end_lineno or with_node.lineno
+            if not any(line > end for line in joins):
+                item = with_node.items[0].context_expr
+                self.report("GC202", with_node,
+                            f"`{self.t(item)}` forks work to a side stream{{where}} and nothing joins it back "
+                            "(no `wait_stream`/`wait_event` after the block)")
+
+    # -- GC111 -------------------------------------------------------------
+
+    def check_truthiness(self, node: ast.AST) -> None:
+        if self.facts.tensorish(node):
+            self.report("GC111", node, f"`{self.t(node)}` is a tensor used as a Python bool{{where}}; "
+                                       "evaluating it synchronizes with the host")
+        elif isinstance(node, ast.Call) and self._bool_sync_call(node):
+            self.report("GC111", node, f"`{self.t(node)}` reads a tensor comparison on the host{{where}}, "
+                                       "which synchronizes")
+
+    def _bool_sync_call(self, node: ast.Call) -> bool:
+        qual = self.aliases.resolve(node.func)
+        if qual in ("torch.equal", "torch.allclose", "torch.is_nonzero"):
+            return True
+        func = node.func
+        return isinstance(func, ast.Attribute) and func.attr in ("equal", "allclose", "is_nonzero") and (
+            qual is None and self.facts.tensorish(func.value))
+
+    # -- calls -------------------------------------------------------------
+
+    def check_call(self, node: ast.Call) -> None:
+        facts = self.facts
+        func = node.func
+        qual = self.aliases.resolve(func)
+        attr = func.attr if isinstance(func, ast.Attribute) else None
+        method = attr is not None and qual is None  # a method call on a value, not a module function
+        text = None
+
+        kind = facts.sync_kind(node)
+        if kind == "GC101":
+            self.report("GC101", node, f"`{self.t(node)}` synchronizes with the host{{where}}")
+        elif kind == "GC102":
+            self.report("GC102", node, f"`{self.t(node)}` converts a tensor to a Python scalar{{where}}, "
+                                       "which synchronizes with the host")
+        elif kind == "GC103":
+            self.report("GC103", node, f"`{self.t(node)}` copies a tensor to a Python list{{where}}, "
+                                       "which synchronizes with the host")
+        elif kind == "GC104":
+            self.report("GC104", node, f"`{self.t(node)}` copies a tensor to the host{{where}}, "
+                                       "which synchronizes")
+        elif kind == "GC111":
+            self.report("GC111", node, f"`{self.t(node)}` iterates a tensor on the host{{where}}: every "
+                                       "comparison synchronizes")
+
+        if qual in _NONZERO or (method and attr in ("nonzero", "argwhere")) or (
+                qual == "torch.where" and len(node.args) == 1 and not node.keywords):
+            self.report("GC105", node, f"`{self.t(node)}` has a data-dependent output size{{where}}, "
+                                       "so it synchronizes with the host")
+        elif qual in _MASKED_SELECT or (method and attr == "masked_select"):
+            self.report("GC106", node, f"`{self.t(node)}` has a data-dependent output size{{where}}, "
+                                       "so it synchronizes with the host")
+        elif qual in _UNIQUE or (method and attr in ("unique", "unique_consecutive") and facts.tensorish(func.value)):
+            self.report("GC108", node, f"`{self.t(node)}` has a data-dependent output size{{where}}, "
+                                       "so it synchronizes with the host")
+        elif qual == "torch.repeat_interleave" or (method and attr == "repeat_interleave"):
+            self.check_repeat_interleave(node, qual is not None)
+
+        if attr == "synchronize" or qual in ("torch.cuda.synchronize", "torch.accelerator.synchronize"):
+            self.report("GC110", node, f"`{self.t(node)}` blocks the host until the device is idle{{where}}")
+
+        if qual in _STREAM_CTORS:
+            self.report("GC205", node, f"`{self.t(node)}` creates a CUDA stream or event{{where}}; create it "
+                                       "once at setup")
+        elif qual in _DEFAULT_STREAM:
+            self.report("GC206", node, f"`{self.t(node)}` targets a stream that is not the capturing one{{where}}")
+
+        self.check_h2d(node, qual, attr)
+        if qual in _ALLOCATORS or (method and attr in _ALLOC_METHODS):
+            self.check_allocation(node, qual, attr)
+        if self.index.is_launch(node):
+            self.check_launch(node)
+        self.check_rng_and_effects(node, qual, attr)
+
+    def check_repeat_interleave(self, node: ast.Call, is_function: bool) -> None:
+        if any(kw.arg == "output_size" for kw in node.keywords):
+            return
+        repeats = next((kw.value for kw in node.keywords if kw.arg == "repeats"), None)
+        single = False
+        if repeats is None:
+            position = 1 if is_function else 0
+            if len(node.args) > position:
+                repeats = node.args[position]
+            elif is_function and len(node.args) == 1:
+                repeats, single = node.args[0], True
+        if repeats is None:
+            return
+        if isinstance(repeats, ast.Constant) and isinstance(repeats.value, int):
+            return
+        if single or self.facts.tensorish(repeats):
+            self.report("GC109", node, f"`{self.t(node)}` repeats by a tensor without `output_size=`{{where}}, "
+                                       "so it synchronizes to size its output")
+
+    # -- GC301 / GC302 -------------------------------------------------------
+
+    def check_h2d(self, node: ast.Call, qual: str | None, attr: str | None) -> None:
+        facts = self.facts
+        if qual in ("torch.tensor", "torch.as_tensor"):
+            device = next((kw.value for kw in node.keywords if kw.arg == "device"), None)
+            data = node.args[0] if node.args else next((kw.value for kw in node.keywords if kw.arg == "data"), None)
+            if device is None or data is None or is_cpu_device(self.aliases, device):
+                return
+            host_data = facts.is_host_seq(data) or (
+                isinstance(data, ast.Constant) and not isinstance(data.value, str)) or (
+                facts.host_source(data) is not None)
+            if (qual == "torch.tensor" and not facts.tensorish(data)) or host_data:
+                self.report("GC301", node, f"`{self.t(node)}` builds a tensor on the host and copies it to "
+                                           f"`{self.t(device)}`{{where}} from pageable memory")
+            return
+        if attr not in ("cuda", "to") or not isinstance(node.func, ast.Attribute):
+            return
+        receiver = node.func.value
+        if not facts.is_host_tensor(receiver):
+            return
+        if attr == "to" and not self._to_device(node):
+            return
+        non_blocking = any(kw.arg == "non_blocking" and isinstance(kw.value, ast.Constant) and kw.value.value is True
+                           for kw in node.keywords)
+        if non_blocking and facts.is_pinned(receiver):
+            return
+        self.report("GC301", node, f"`{self.t(node)}` copies a tensor built on the host to the device{{where}}"
+                                   + ("" if facts.is_pinned(receiver) else " from pageable memory"))
+
+    def _to_device(self, node: ast.Call) -> bool:
+        """``.to(x)`` moves to an accelerator (not a dtype, not the CPU)."""
+        target = next((kw.value for kw in node.keywords if kw.arg == "device"), None)
+        if target is None and node.args:
+            target = node.args[0]
+        if target is None:
+            return False
+        if is_cpu_device(self.aliases, target):
+            return False
+        if isinstance(target, ast.Constant):
+            return isinstance(target.value, (str, int)) and not isinstance(target.value, bool)
+        qual = self.aliases.resolve(target)
+        if qual is not None and qual.startswith("torch.") and qual != "torch.device":
+            return False  # torch.float16 and other dtypes
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        return "dtype" not in name.lower()
+
+    def check_allocation(self, node: ast.Call, qual: str | None, attr: str | None) -> None:
+        name = (qual or attr or "").rpartition(".")[2]
+        sizes: list[ast.AST] = list(node.args[:1] if name in ("full", "new_full") else node.args)
+        sizes += [kw.value for kw in node.keywords if kw.arg in ("size", "end", "start", "n", "m")]
+        for size in sizes:
+            source = self.facts.host_source(size)
+            if source is not None:
+                self.report("GC302", node, f"`{self.t(node)}` is sized from `{self.t(source)}`, a value read from "
+                                           f"the device{{where}}; the size is fixed at capture")
+                return
+
+    # -- GC107 -------------------------------------------------------------
+
+    def check_subscript(self, node: ast.Subscript) -> None:
+        index = node.slice
+        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        for part in parts:
+            if self.facts.is_mask(part):
+                self.report("GC107", node, f"`{self.t(node)}` indexes with a boolean mask{{where}}; the result "
+                                           "size depends on the data, so it synchronizes")
+                return
+
+    # -- GC4xx -------------------------------------------------------------
+
+    def check_launch(self, node: ast.Call) -> None:
+        facts = self.facts
+        kernel = self.index.launched_kernel(node)
+        name = self.index.launched_kernel_name(node)
+        grid = node.func.slice  # type: ignore[attr-defined]
+        source = facts.host_source(grid)
+        if source is not None:
+            self.report("GC401", node, f"the grid `{self.t(grid)}` of the launch of `{name}`{{where}} is computed "
+                                       f"from {self._origin(source)}, a value read from the device; it is baked "
+                                       "at capture", kernel=name)
+        args: list[tuple[str | None, ast.expr]] = []
+        for i, arg in enumerate(node.args):
+            param = kernel.params[i] if kernel is not None and i < len(kernel.params) else None
+            args.append((param, arg))
+        args += [(kw.arg, kw.value) for kw in node.keywords if kw.arg]
+        for param, arg in args:
+            label = f"`{param}`" if param else f"`{self.t(arg)}`"
+            if kernel is not None and param in kernel.constexprs:
+                why = facts.per_call_reason(arg)
+                if why:
+                    self.report("GC403", arg, f"tl.constexpr {label} of `{name}` gets `{self.t(arg)}`{{where}}, "
+                                              f"which {why}: it recompiles per value and is baked at capture",
+                                kernel=name, argument=param)
+                continue
+            source = facts.host_source(arg)
+            if source is not None:
+                self.report("GC402", arg, f"argument {label} of the launch of `{name}`{{where}} is computed from "
+                                          f"{self._origin(source)}, a value read from the device; it is baked "
+                                          "at capture", kernel=name, argument=param)
+        if kernel is not None and kernel.autotuned:
+            self.report("GC404", node, f"`{name}` is decorated with @triton.autotune and launched{{where}}; "
+                                       "autotuning during capture runs benchmarks into the graph", kernel=name)
+
+    def _origin(self, node: ast.AST) -> str:
+        """"`n` (from `t.item()` on line 12)" for a host name, else the sync itself."""
+        if isinstance(node, ast.Name):
+            origin = self.facts.host_origin.get(node.id)
+            if origin is not None and origin is not node:
+                return f"`{node.id}` (from `{self.t(origin)}` on line {origin.lineno})"  # type: ignore[attr-defined]
+        return f"`{self.t(node)}`"
+
+    # -- GC2xx helpers -------------------------------------------------------
+
+    def _forks(self, node: ast.With | ast.AsyncWith) -> list[ast.With | ast.AsyncWith]:
+        for item in node.items:
+            expr = item.context_expr
+            if isinstance(expr, ast.Call) and self.aliases.resolve(expr.func) in _STREAM_CONTEXT:
+                arg = expr.args[0] if expr.args else None
+                if isinstance(arg, ast.Call) and (self.aliases.resolve(arg.func) or "").endswith("current_stream"):
+                    continue  # entering the current stream forks nothing
+                if isinstance(arg, ast.Constant) and arg.value is None:
+                    continue
+                return [node]
+        return []
+
+    def _is_join(self, node: ast.Call) -> bool:
+        func = node.func
+        if not isinstance(func, ast.Attribute):
+            return False
+        if func.attr in ("wait_stream", "wait_event"):
+            return True
+        return func.attr == "wait" and isinstance(func.value, ast.Name) and self.facts.has(func.value.id, "event")
+
+    # -- GC5xx -------------------------------------------------------------
+
+    def check_rng_and_effects(self, node: ast.Call, qual: str | None, attr: str | None) -> None:
+        facts = self.facts
+        if qual is not None:
+            head, _, last = qual.rpartition(".")
+            if head in ("random", "numpy.random"):
+                if last in _HOST_RNG_STATE:
+                    self.report("GC502", node, f"`{self.t(node)}` reads or sets the host RNG state{{where}}")
+                else:
+                    self.report("GC501", node, f"`{self.t(node)}` draws from a host RNG{{where}}; the draw is "
+                                               "baked into the graph and replays identically")
+                return
+            if qual in _SEED_FUNCS:
+                self.report("GC502", node, f"`{self.t(node)}` reads or sets the RNG seed or state{{where}}")
+                return
+            if qual in _TIME_FUNCS or (head == "logging" and last in _LOG_METHODS) or qual == "warnings.warn":
+                self.report("GC503", node, f"`{self.t(node)}` is a host side effect{{where}}; it runs at "
+                                           "capture, not on replay")
+                return
+        elif attr is not None:
+            receiver = node.func.value  # type: ignore[attr-defined]
+            if attr == "initial_seed" or (attr in _GEN_METHODS and self._is_generator(receiver)):
+                self.report("GC502", node, f"`{self.t(node)}` reads or sets the RNG seed or state{{where}}")
+                return
+            if attr in _LOG_METHODS and isinstance(receiver, ast.Name) and (
+                    receiver.id in _LOGGER_NAMES or receiver.id in self.index.loggers):
+                self.report("GC503", node, f"`{self.t(node)}` is a host side effect{{where}}; it runs at "
+                                           "capture, not on replay")
+                return
+        elif is_builtin(self.aliases, node.func, ("print",)):
+            self.report("GC503", node, f"`{self.t(node)}` is a host side effect{{where}}; it runs at capture, "
+                                       "not on replay")
+            return
+        for kw in node.keywords:
+            if kw.arg == "generator" and self._is_cpu_generator(kw.value):
+                self.report("GC501", node, f"`{self.t(node)}` draws from CPU generator `{self.t(kw.value)}`"
+                                           "{where}; the draw is baked into the graph")
+                return
+
+    def _is_generator(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Name):
+            return self.facts.has(node.id, "cpugen") or "gen" in node.id.lower()
+        if isinstance(node, ast.Attribute):
+            return "gen" in node.attr.lower()
+        return isinstance(node, ast.Call) and (self.aliases.resolve(node.func) or "").endswith("Generator")
+
+    def _is_cpu_generator(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Name):
+            return self.facts.has(node.id, "cpugen")
+        return isinstance(node, ast.Call) and "cpugen" in self.facts.classify(node)

@@ -1,0 +1,431 @@
+"""Module structure and capture reachability for the Python rules.
+
+One walk over the module's *statements* (never its expressions) finds imports,
+functions with their qualified names, Triton kernels and their ``tl.constexpr``
+parameters, ``torch.library`` registrations and module-level helpers (Library
+objects, CPU generators, loggers). Roots of capture reachability are then
+functions that launch a Triton kernel, registered custom-op implementations,
+``@graphcheck.capturable`` functions and configured entry points; reachability
+follows calls by bare name to functions of the module and ``self.m()`` /
+``cls.m()`` / ``Class.m()`` calls to methods of the same class, and covers
+functions nested in a reachable one. Everything is iterative, so a pathological
+module cannot exhaust the interpreter stack.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import dataclasses
+import re
+from collections import deque
+from typing import Iterator, Sequence
+
+from graphcheck.lint.aliases import Aliases
+
+_FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPE_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+TRITON_DECORATORS = {
+    "triton.jit": "jit",
+    "triton.runtime.jit": "jit",
+    "triton.runtime.jit.jit": "jit",
+    "triton.autotune": "autotune",
+    "triton.runtime.autotune": "autotune",
+    "triton.runtime.autotuner.autotune": "autotune",
+    "triton.heuristics": "heuristics",
+    "triton.runtime.heuristics": "heuristics",
+    "triton.runtime.autotuner.heuristics": "heuristics",
+}
+_CUSTOM_OP = {"torch.library.custom_op", "torch._library.custom_ops.custom_op"}
+_LIB_IMPL = {"torch.library.impl", "torch.library.register_kernel"}
+_LIBRARY_CTORS = {"torch.library.Library"}
+# Dispatch keys whose implementation never runs on the device during capture.
+_HOST_ONLY_KEYS = {"meta", "cpu", "fake", "abstractimpl"}
+
+
+@dataclasses.dataclass
+class KernelInfo:
+    name: str
+    params: list[str]
+    constexprs: set[str]
+    autotuned: bool
+    line: int
+
+
+@dataclasses.dataclass(eq=False)
+class FuncInfo:
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    qualname: str
+    owner_class: str | None  # class of the nearest enclosing method
+    is_method: bool
+    parent: "FuncInfo | None"
+    children: list["FuncInfo"] = dataclasses.field(default_factory=list)
+    is_kernel: bool = False
+    _own: list[ast.AST] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    def own_nodes(self) -> list[ast.AST]:
+        """Every node of this function in source order, nested defs excluded."""
+        if self._own is None:
+            self._own = list(iter_own_nodes(self.node))
+        return self._own
+
+
+def iter_own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
+    """Pre-order walk of a function body (and its lambdas), iteratively.
+
+    Nested functions and classes are separate scopes and are skipped; the
+    function's parameter defaults and decorators belong to the enclosing scope.
+    """
+    stack: list[ast.AST] = list(reversed(fn.body))  # type: ignore[attr-defined]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, _SCOPE_DEFS):
+            continue
+        children = list(ast.iter_child_nodes(node))
+        children.reverse()
+        stack.extend(children)
+
+
+class ModuleIndex:
+    """Structure of one module: imports, functions, kernels, registrations."""
+
+    def __init__(self, tree: ast.Module, source: str) -> None:
+        self.source = source
+        self.aliases = Aliases()
+        self.functions: list[FuncInfo] = []
+        self.module_funcs: dict[str, FuncInfo] = {}
+        self.class_methods: dict[str, dict[str, FuncInfo]] = {}
+        self.kernels: dict[str, KernelInfo] = {}
+        self.libraries: set[str] = set()
+        self.cpu_generators: set[str] = set()
+        self.loggers: set[str] = set()
+        self.module_names: set[str] = set()
+        self._registered: list[tuple[str, str]] = []  # (function name, reason)
+        self._deferred_calls: list[ast.Call] = []
+        self._module_assigns: list[ast.Assign | ast.AnnAssign] = []
+        self._walk(tree)
+        for node in self._module_assigns:
+            self._module_assign(node)
+        for call in self._deferred_calls:
+            self._registration_call(call)
+        for info in self.functions:
+            self._classify_decorators(info)
+        self.mentions_triton = "triton" in source
+
+    # -- structure ---------------------------------------------------------
+
+    def _walk(self, tree: ast.Module) -> None:
+        # (statement, qualname prefix, enclosing function, class name, owner class)
+        stack: list[tuple[ast.stmt, str, FuncInfo | None, str | None, str | None]] = [
+            (s, "", None, None, None) for s in reversed(tree.body)
+        ]
+        while stack:
+            stmt, prefix, func, cls, owner = stack.pop()
+            if isinstance(stmt, _FUNC_DEFS):
+                info = FuncInfo(stmt, prefix + stmt.name, cls if cls else owner, cls is not None, func)
+                self.functions.append(info)
+                if func is not None:
+                    func.children.append(info)
+                elif cls is None:
+                    self.module_funcs[stmt.name] = info
+                if cls is not None and func is None:
+                    self.class_methods.setdefault(cls, {})[stmt.name] = info
+                elif cls is not None and func is not None:
+                    self.class_methods.setdefault(cls, {})[stmt.name] = info
+                inner = prefix + stmt.name + ".<locals>."
+                stack.extend((s, inner, info, None, info.owner_class) for s in reversed(stmt.body))
+                continue
+            if isinstance(stmt, ast.ClassDef):
+                inner = prefix + stmt.name + "."
+                stack.extend((s, inner, func, stmt.name, owner) for s in reversed(stmt.body))
+                continue
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self.aliases.add(stmt)
+                continue
+            if func is None and cls is None and isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                self._module_assigns.append(stmt)
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                self._deferred_calls.append(stmt.value)
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(stmt, field, None)
+                if isinstance(block, list):
+                    stack.extend((s, prefix, func, cls, owner) for s in reversed(block) if isinstance(s, ast.stmt))
+            for handler in getattr(stmt, "handlers", ()) or ():
+                stack.extend((s, prefix, func, cls, owner) for s in reversed(handler.body))
+            for case in getattr(stmt, "cases", ()) or ():
+                stack.extend((s, prefix, func, cls, owner) for s in reversed(case.body))
+
+    def _module_assign(self, node: ast.Assign | ast.AnnAssign) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        self.module_names.update(names)
+        value = node.value
+        if not isinstance(value, ast.Call):
+            return
+        qual = self.aliases.resolve(value.func)
+        if qual in _LIBRARY_CTORS:
+            self.libraries.update(names)
+        elif qual in ("torch.Generator", "torch._C.Generator") and not _device_kw_is_cuda(value):
+            self.cpu_generators.update(names)
+        elif qual == "logging.getLogger":
+            self.loggers.update(names)
+
+    def _registration_call(self, call: ast.Call) -> None:
+        """``lib.impl("op", fn, "CUDA")`` and ``torch.library.custom_op(...)(fn)``."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "impl" and len(call.args) >= 2:
+            fn = call.args[1]
+            if isinstance(fn, ast.Name) and not _host_only_keys(call, skip=2):
+                self._registered.append((fn.id, "is registered as a torch.library implementation"))
+            return
+        if isinstance(func, ast.Call) and call.args and isinstance(call.args[0], ast.Name):
+            qual = self.aliases.resolve(func.func)
+            if qual in _CUSTOM_OP or (qual in _LIB_IMPL and not _host_only_keys(func, skip=1)):
+                self._registered.append((call.args[0].id, f"is registered with {qual}"))
+            return
+        qual = self.aliases.resolve(func)
+        if qual in _LIB_IMPL:
+            for kw in call.keywords:
+                if kw.arg == "func" and isinstance(kw.value, ast.Name) and not _host_only_keys(call, skip=1):
+                    self._registered.append((kw.value.id, f"is registered with {qual}"))
+
+    def _classify_decorators(self, info: FuncInfo) -> None:
+        info.root_reason = None  # type: ignore[attr-defined]
+        kinds = []
+        for dec in info.node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            qual = self.aliases.resolve(target)
+            if qual in TRITON_DECORATORS:
+                kinds.append(TRITON_DECORATORS[qual])
+                continue
+            if qual in _CUSTOM_OP:
+                info.root_reason = f"is registered as a custom op with {qual}"  # type: ignore[attr-defined]
+            elif qual in _LIB_IMPL:
+                if not (isinstance(dec, ast.Call) and _host_only_keys(dec, skip=1)):
+                    info.root_reason = f"is registered with {qual}"  # type: ignore[attr-defined]
+            elif qual is not None and qual.startswith("graphcheck") and qual.endswith(".capturable"):
+                info.root_reason = "is marked @graphcheck.capturable"  # type: ignore[attr-defined]
+            elif isinstance(dec, ast.Call) and isinstance(target, ast.Attribute):
+                owner = target.value
+                if target.attr == "impl" and isinstance(owner, ast.Name) and owner.id in self.libraries:
+                    if not _host_only_keys(dec, skip=1):
+                        info.root_reason = f"is registered with {owner.id}.impl"  # type: ignore[attr-defined]
+                elif target.attr == "register_kernel" and not _host_only_keys(dec, skip=0):
+                    info.root_reason = "is registered as a custom op kernel with register_kernel"  # type: ignore[attr-defined]
+        if kinds:
+            info.is_kernel = True
+            if info.parent is None and not info.is_method:
+                self.kernels[info.name] = KernelInfo(
+                    info.name, _param_names(info.node), self._constexpr_params(info.node),
+                    "autotune" in kinds, info.node.lineno)
+
+    def _constexpr_params(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+        out = set()
+        a = fn.args
+        for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
+            ann = arg.annotation
+            if ann is None:
+                continue
+            if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+                if ann.value.split(".")[-1] == "constexpr":
+                    out.add(arg.arg)
+                continue
+            qual = self.aliases.resolve(ann)
+            if qual and qual.startswith("triton") and qual.endswith(".constexpr"):
+                out.add(arg.arg)
+        return out
+
+    # -- reachability ------------------------------------------------------
+
+    def roots(self, entry_points: Sequence[str]) -> dict[FuncInfo, str]:
+        roots: dict[FuncInfo, str] = {}
+        entries = [_entry_qualname(e) for e in entry_points if e]
+        registered = dict(self._registered)
+        candidates = _launch_candidate_lines(self.source)
+        for info in self.functions:
+            if info.is_kernel:
+                continue
+            reason = getattr(info, "root_reason", None)
+            if reason is None and info.parent is None and not info.is_method and info.name in registered:
+                reason = registered[info.name]
+            if reason is None and any(_entry_matches(e, info.qualname) for e in entries):
+                reason = "is a configured entry point"
+            if reason is None and _has_candidate(candidates, info.node):
+                kernels = [self.launched_kernel_name(c) for c in self.launches(info)]
+                if kernels:
+                    reason = f"launches Triton kernel `{kernels[0]}`"
+            if reason is not None:
+                roots[info] = reason
+        return roots
+
+    def reachable(self, entry_points: Sequence[str]) -> dict[FuncInfo, str]:
+        """Capture-reachable functions, each with why it is reachable."""
+        found = dict(self.roots(entry_points))
+        queue = deque(found)
+        while queue:
+            info = queue.popleft()
+            for child in info.children:
+                if child not in found and not child.is_kernel:
+                    found[child] = f"is defined inside `{info.qualname}`"
+                    queue.append(child)
+            for callee in self.callees(info):
+                if callee not in found and not callee.is_kernel:
+                    found[callee] = f"is called from `{info.qualname}`"
+                    queue.append(callee)
+        return found
+
+    def callees(self, info: FuncInfo) -> Iterator[FuncInfo]:
+        for node in info.own_nodes():
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name):
+                target = self._lookup_name(info, func.id)
+                if target is not None:
+                    yield target
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                owner = func.value.id
+                if owner in ("self", "cls") and info.owner_class:
+                    cls = info.owner_class
+                elif owner in self.class_methods:
+                    cls = owner
+                else:
+                    continue
+                target = self.class_methods.get(cls, {}).get(func.attr)
+                if target is not None:
+                    yield target
+
+    def _lookup_name(self, info: FuncInfo, name: str) -> FuncInfo | None:
+        scope: FuncInfo | None = info
+        while scope is not None:
+            for child in scope.children:
+                if child.name == name:
+                    return child
+            scope = scope.parent
+        return self.module_funcs.get(name)
+
+    # -- Triton launches ---------------------------------------------------
+
+    def launches(self, info: FuncInfo) -> list[ast.Call]:
+        return [n for n in info.own_nodes() if isinstance(n, ast.Call) and self.is_launch(n)]
+
+    def is_launch(self, call: ast.Call) -> bool:
+        """``kern[grid](...)``: a subscript of a kernel, then a call.
+
+        A kernel defined in the module is always accepted. Any other
+        ``name[...](...)`` / ``obj.attr[...](...)`` is accepted as a launch of an
+        imported kernel when the module uses Triton (or imported the name), the
+        name is not a module-level table or a class (``OrderedSet[str]()``,
+        ``HANDLERS[op](x)``) and the subscript looks like a grid: a tuple, list,
+        lambda, a name or call mentioning ``grid`` or ``cdiv``.
+        """
+        func = call.func
+        if not isinstance(func, ast.Subscript):
+            return False
+        base = func.value
+        if isinstance(base, ast.Name) and base.id in self.kernels:
+            return True
+        if not _looks_like_grid(func.slice):
+            return False
+        if isinstance(base, ast.Name):
+            name = base.id
+            if name.lstrip("_")[:1].isupper() or name in self.module_names or name in self.module_funcs:
+                return False
+            return self.mentions_triton or self.aliases.is_imported(name)
+        if isinstance(base, ast.Attribute):
+            if base.attr.lstrip("_")[:1].isupper():
+                return False
+            root = base
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            return self.mentions_triton or (isinstance(root, ast.Name) and self.aliases.is_imported(root.id))
+        return False
+
+    def launched_kernel_name(self, call: ast.Call) -> str:
+        base = call.func.value  # type: ignore[attr-defined]
+        parts = []
+        while isinstance(base, ast.Attribute):
+            parts.append(base.attr)
+            base = base.value
+        if isinstance(base, ast.Name):
+            parts.append(base.id)
+        return ".".join(reversed(parts)) or "<kernel>"
+
+    def launched_kernel(self, call: ast.Call) -> KernelInfo | None:
+        base = call.func.value  # type: ignore[attr-defined]
+        if isinstance(base, ast.Name):
+            return self.kernels.get(base.id)
+        return None
+
+
+def _looks_like_grid(node: ast.AST) -> bool:
+    if isinstance(node, (ast.Tuple, ast.List, ast.Lambda)):
+        return True
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Name):
+        return "grid" in node.id.lower() or "cdiv" in node.id.lower()
+    if isinstance(node, ast.Attribute):
+        return "grid" in node.attr.lower() or "cdiv" in node.attr.lower()
+    return False
+
+
+def _param_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    a = fn.args
+    return [arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+
+
+def _host_only_keys(call: ast.Call, skip: int) -> bool:
+    """True if a registration call names a host-only dispatch key (Meta, CPU)."""
+    values = [*call.args[skip:], *(kw.value for kw in call.keywords)]
+    for value in values:
+        strings: list[ast.AST] = list(value.elts) if isinstance(value, (ast.Tuple, ast.List)) else [value]
+        keys = [s.value.lower() for s in strings if isinstance(s, ast.Constant) and isinstance(s.value, str)]
+        if keys and all(k in _HOST_ONLY_KEYS for k in keys):
+            return True
+    return False
+
+
+def _device_kw_is_cuda(call: ast.Call) -> bool:
+    for arg in [*call.args[:1], *(kw.value for kw in call.keywords if kw.arg == "device")]:
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("cuda"):
+            return True
+        if not isinstance(arg, ast.Constant):
+            return True  # a device expression: assume it is the accelerator
+    return False
+
+
+def _entry_qualname(entry: str) -> str:
+    return entry.split(":", 1)[1] if ":" in entry else entry
+
+
+def _entry_matches(entry: str, qualname: str) -> bool:
+    return entry == qualname
+
+
+_CANDIDATE = re.compile(r"\]\s*\(")
+
+
+def _launch_candidate_lines(source: str) -> list[int]:
+    """Lines holding ``](`` (a possible ``kern[grid](`` launch), sorted."""
+    lines = []
+    pos = 0
+    line = 1
+    for match in _CANDIDATE.finditer(source):
+        line += source.count("\n", pos, match.start())
+        pos = match.start()
+        lines.append(line)
+    return lines
+
+
+def _has_candidate(lines: list[int], node: ast.AST) -> bool:
+    start = node.lineno  # type: ignore[attr-defined]
+    end = getattr(node, "end_lineno", None) or start
+    i = bisect.bisect_left(lines, start)
+    return i < len(lines) and lines[i] <= end

@@ -1,0 +1,418 @@
+"""What a function's names hold: the intra-function def-use pass.
+
+A single linear pass over a function's assignments (and ``for`` targets) gives
+each local name a set of *kinds*:
+
+- ``tensor``: a tensor value (parameter annotated ``torch.Tensor``, assigned
+  from a ``torch.*`` call or a tensor method, a subscript or arithmetic of a
+  tensor, or a name used with a tensor-only attribute such as ``.shape``,
+  ``.stride()``, ``.data_ptr()``, ``.contiguous()``, ``.item()``);
+- ``host``: a value synchronized to the host (``.item()``, ``int(t)``,
+  ``.tolist()``, ``.cpu()``, ``max(t)``), or derived from one;
+- ``mask``: a boolean tensor (a tensor comparison, ``isnan``, ``.bool()``,
+  ``logical_*``);
+- ``loop``: a value that changes every iteration of a Python loop;
+- ``hostseq`` / ``hosttensor`` / ``pinned``: Python sequences, tensors built
+  from them on the host, and such tensors in pinned memory;
+- ``cpugen``: a CPU ``torch.Generator``; ``event``: an object ``.record()`` was
+  called on.
+
+The heuristics favour precision: an unannotated parameter with no tensor-only
+use is not a tensor, so rules that need a tensor stay quiet on it.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable
+
+from graphcheck.lint.aliases import Aliases
+from graphcheck.lint.scope import FuncInfo, ModuleIndex
+
+_MAX_DEPTH = 40
+
+# Attributes / methods whose use marks an unannotated name as a tensor.
+TENSOR_HINT_ATTRS = {
+    "shape", "stride", "data_ptr", "contiguous", "is_cuda", "numel", "element_size",
+    "item", "tolist", "is_contiguous", "storage_offset", "view", "new_empty", "new_zeros",
+    "masked_fill", "masked_fill_", "index_select", "unsqueeze", "squeeze",
+}
+# Attributes of a tensor that are tensors themselves.
+TENSOR_VIEW_ATTRS = {"T", "mT", "H", "mH", "data", "grad", "real", "imag"}
+# Tensor methods that return something other than a tensor.
+NON_TENSOR_METHODS = {
+    "item", "tolist", "size", "dim", "ndimension", "numel", "nelement", "stride",
+    "data_ptr", "element_size", "is_contiguous", "storage_offset", "get_device",
+    "is_floating_point", "is_complex", "equal", "type", "untyped_storage", "dim_order",
+    "numpy", "__len__", "is_pinned", "is_set_to", "record_stream", "synchronize",
+}
+# Methods that reduce: their result is a tensor whatever the receiver looks like.
+REDUCTIONS = {
+    "sum", "max", "min", "mean", "prod", "any", "all", "amax", "amin", "argmax",
+    "argmin", "norm", "std", "var", "count_nonzero", "cumsum", "logsumexp",
+}
+_TENSOR_MODULES = {"torch", "torch.functional", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft"}
+# torch.* functions that do not return a tensor.
+NON_TENSOR_TORCH = {
+    "device", "dtype", "Size", "is_tensor", "is_storage", "is_floating_point", "is_complex",
+    "numel", "get_default_dtype", "is_grad_enabled", "finfo", "iinfo", "no_grad",
+    "enable_grad", "inference_mode", "set_grad_enabled", "manual_seed", "seed",
+    "initial_seed", "typename", "result_type", "promote_types", "can_cast",
+    "set_default_dtype", "compile", "get_device", "equal", "allclose", "is_nonzero",
+    "Generator", "Stream", "Event", "get_rng_state", "set_rng_state", "is_inference_mode_enabled",
+}
+# Functions and methods named like predicates or accessors return plain values.
+_PREDICATE_PREFIXES = ("is_", "are_", "has_", "get_", "set_", "use_", "supports_", "_")
+SHAPE_ATTRS = {"shape", "ndim", "dtype", "device", "is_cuda", "itemsize", "layout", "is_contiguous"}
+SHAPE_METHODS = {"size", "stride", "dim", "numel", "element_size", "ndimension", "nelement"}
+_MASK_FUNCS = {
+    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_and", "logical_or",
+    "logical_not", "logical_xor", "eq", "ne", "gt", "ge", "lt", "le", "isin", "isclose",
+    "signbit", "greater", "less", "greater_equal", "less_equal", "not_equal",
+}
+_MASK_METHODS = _MASK_FUNCS | {"bool"}
+_IDENTITY_OPS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+_SEQ_NODES = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.Set)
+_SEQ_ANNOTATIONS = {"list", "List", "tuple", "Tuple", "Sequence", "int", "float", "Iterable"}
+_HOST_TENSOR_CTORS = {"torch.tensor", "torch.as_tensor", "torch.from_numpy"}
+
+
+def is_builtin(aliases: Aliases, node: ast.AST, names: Iterable[str]) -> bool:
+    return isinstance(node, ast.Name) and node.id in names and not aliases.is_imported(node.id)
+
+
+class FunctionFacts:
+    """Kinds of the local names of one function, and expression predicates."""
+
+    def __init__(self, info: FuncInfo, index: ModuleIndex) -> None:
+        self.info = info
+        self.index = index
+        self.aliases = index.aliases
+        self.kinds: dict[str, set[str]] = {}
+        self.host_origin: dict[str, ast.AST] = {}
+        self.values: dict[str, list[ast.expr]] = {}
+        self._params(info.node)
+        nodes = info.own_nodes()
+        for node in nodes:
+            if isinstance(node, ast.Attribute) and node.attr in TENSOR_HINT_ATTRS and isinstance(node.value, ast.Name):
+                self._add(node.value.id, "tensor")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "record":
+                if isinstance(node.func.value, ast.Name):
+                    self._add(node.func.value.id, "event")
+        for name in index.cpu_generators:
+            self._add(name, "cpugen")
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self._bind(target, node.value)
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                self._bind(node.target, node.value)
+            elif isinstance(node, ast.NamedExpr):
+                self._bind(node.target, node.value)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                self._bind_loop(node.target, node.iter)
+
+    # -- building ----------------------------------------------------------
+
+    def _add(self, name: str, kind: str) -> None:
+        self.kinds.setdefault(name, set()).add(kind)
+
+    def _params(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        a = fn.args
+        for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+            if arg is None or arg.annotation is None:
+                continue
+            text = _annotation_text(arg.annotation)
+            if "Tensor" in text:
+                self._add(arg.arg, "tensor")
+            elif text.split("[", 1)[0].split(".")[-1] in _SEQ_ANNOTATIONS and "[" in text:
+                self._add(arg.arg, "hostseq")
+
+    def _bind(self, target: ast.AST, value: ast.expr) -> None:
+        kinds = self.classify(value)
+        if isinstance(target, ast.Name):
+            self.values.setdefault(target.id, []).append(value)
+            for kind in kinds:
+                self._add(target.id, kind)
+            if "host" in kinds and target.id not in self.host_origin:
+                self.host_origin[target.id] = self.host_source(value) or value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            elem_kinds = kinds - {"hostseq", "hosttensor", "pinned", "cpugen", "event"}
+            for elt in target.elts:
+                if isinstance(elt, ast.Starred):
+                    elt = elt.value
+                if isinstance(elt, ast.Name):
+                    for kind in elem_kinds:
+                        self._add(elt.id, kind)
+                    if "host" in elem_kinds and elt.id not in self.host_origin:
+                        self.host_origin[elt.id] = self.host_source(value) or value
+
+    def _bind_loop(self, target: ast.AST, iterable: ast.expr) -> None:
+        kinds = {"loop"}
+        if self.host_source(iterable) is not None:
+            kinds.add("host")
+        if self.tensorish(iterable):
+            kinds.add("tensor")
+        names = [target] if isinstance(target, ast.Name) else [
+            e for e in getattr(target, "elts", ()) if isinstance(e, ast.Name)]
+        for name in names:
+            for kind in kinds:
+                self._add(name.id, kind)
+            if "host" in kinds and name.id not in self.host_origin:
+                self.host_origin[name.id] = self.host_source(iterable) or iterable
+
+    def classify(self, value: ast.expr) -> set[str]:
+        kinds: set[str] = set()
+        if self.host_source(value) is not None:
+            kinds.add("host")
+        if self.tensorish(value):
+            kinds.add("tensor")
+        if self.is_mask(value, strict=True):
+            kinds.add("mask")
+        if self.per_call_reason(value, loop_only=True):
+            kinds.add("loop")
+        if isinstance(value, _SEQ_NODES) or self.is_host_seq(value):
+            kinds.add("hostseq")
+        if isinstance(value, ast.Call):
+            qual = self.aliases.resolve(value.func)
+            if self.host_tensor_call(value):
+                kinds.add("hosttensor")
+                if _kw_true(value, "pin_memory"):
+                    kinds.add("pinned")
+            elif isinstance(value.func, ast.Attribute) and value.func.attr == "pin_memory" and self.is_host_tensor(value.func.value):
+                kinds.update(("hosttensor", "pinned"))
+            elif qual in ("torch.Generator", "torch._C.Generator") and not _device_is_accelerator(value):
+                kinds.add("cpugen")
+        return kinds
+
+    # -- predicates --------------------------------------------------------
+
+    def has(self, name: str, kind: str) -> bool:
+        return kind in self.kinds.get(name, ())
+
+    def tensorish(self, node: ast.AST, depth: int = 0) -> bool:
+        """Heuristic: does ``node`` evaluate to a torch tensor?"""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(node, ast.Name):
+            return self.has(node.id, "tensor")
+        if isinstance(node, ast.Attribute):
+            return node.attr in TENSOR_VIEW_ATTRS and self.tensorish(node.value, depth + 1)
+        if isinstance(node, ast.Subscript):
+            return self.tensorish(node.value, depth + 1)
+        if isinstance(node, ast.BinOp):
+            return self.tensorish(node.left, depth + 1) or self.tensorish(node.right, depth + 1)
+        if isinstance(node, ast.UnaryOp):
+            return not isinstance(node.op, ast.Not) and self.tensorish(node.operand, depth + 1)
+        if isinstance(node, ast.Compare):
+            if any(isinstance(op, _IDENTITY_OPS) for op in node.ops):
+                return False
+            return self.tensorish(node.left, depth + 1) or any(self.tensorish(c, depth + 1) for c in node.comparators)
+        if isinstance(node, ast.IfExp):
+            return self.tensorish(node.body, depth + 1) or self.tensorish(node.orelse, depth + 1)
+        if isinstance(node, ast.Call):
+            return self.tensor_call(node, depth)
+        return False
+
+    def tensor_call(self, node: ast.Call, depth: int = 0) -> bool:
+        func = node.func
+        qual = self.aliases.resolve(func)
+        if qual is not None and qual.startswith("torch."):
+            module, _, name = qual.rpartition(".")
+            if qual.startswith("torch.ops."):
+                return True
+            return (module in _TENSOR_MODULES and name not in NON_TENSOR_TORCH and not name[:1].isupper()
+                    and not name.startswith(_PREDICATE_PREFIXES))
+        if isinstance(func, ast.Attribute):
+            if func.attr in NON_TENSOR_METHODS or func.attr.startswith(_PREDICATE_PREFIXES):
+                return False
+            if func.attr in REDUCTIONS:
+                return qual is None  # `t.sum()`, not a module function such as `np.max`
+            return self.tensorish(func.value, depth + 1)
+        return False
+
+    def is_mask(self, node: ast.AST, strict: bool = False, depth: int = 0) -> bool:
+        """A boolean tensor. ``strict`` also requires comparisons to involve a tensor."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(node, ast.Compare):
+            if any(isinstance(op, _IDENTITY_OPS) for op in node.ops):
+                return False
+            return self.tensorish(node) if strict else True
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+            return self.is_mask(node.operand, strict, depth + 1)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+            return self.is_mask(node.left, strict, depth + 1) or self.is_mask(node.right, strict, depth + 1)
+        if isinstance(node, ast.Name):
+            return self.has(node.id, "mask")
+        if isinstance(node, ast.Call):
+            qual = self.aliases.resolve(node.func)
+            if qual is not None and qual.startswith("torch."):
+                return qual.rpartition(".")[2] in _MASK_FUNCS
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                if func.attr in _MASK_METHODS:
+                    return func.attr != "bool" or not node.args
+                if func.attr == "to" and node.args:
+                    return self.aliases.resolve(node.args[0]) == "torch.bool"
+        return False
+
+    def sync_kind(self, node: ast.Call) -> str | None:
+        """The GC1xx code of a call that moves a device value to the host, or None.
+
+        Only the syncs whose *result* is a host value (used by the taint pass):
+        ``.item()``, ``int/float/bool(t)``, ``.tolist()``, ``.cpu()``/``.numpy()``/
+        ``.to("cpu")`` and builtin ``max/min/sum/any/all(t)``.
+        """
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            attr = func.attr
+            if attr == "item" and not node.args and not node.keywords:
+                return "GC101"
+            if attr == "tolist" and not node.args and not node.keywords:
+                return "GC103"
+            if attr in ("cpu", "numpy") and not node.args:
+                return "GC104"
+            if attr == "to" and self.to_cpu(node):
+                return "GC104"
+            return None
+        if isinstance(func, ast.Name) and len(node.args) == 1 and not node.keywords:
+            if is_builtin(self.aliases, func, ("int", "float", "bool")) and self.tensorish(node.args[0]):
+                return "GC102"
+            if is_builtin(self.aliases, func, ("max", "min", "sum", "any", "all")) and self.tensorish(node.args[0]):
+                return "GC111"
+        return None
+
+    def to_cpu(self, node: ast.Call) -> bool:
+        targets = [*node.args[:1], *(kw.value for kw in node.keywords if kw.arg == "device")]
+        for target in targets:
+            if isinstance(target, ast.Constant) and isinstance(target.value, str) and target.value.split(":")[0] == "cpu":
+                return True
+            if isinstance(target, ast.Call) and self.aliases.resolve(target.func) == "torch.device" and target.args:
+                arg = target.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.split(":")[0] == "cpu":
+                    return True
+        return False
+
+    def host_source(self, expr: ast.AST) -> ast.AST | None:
+        """The host-sync expression (or host name) ``expr`` derives from, or None."""
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Call) and self.sync_kind(node) is not None:
+                return node
+            if isinstance(node, ast.Name) and self.has(node.id, "host"):
+                return node
+            stack.extend(ast.iter_child_nodes(node))
+        return None
+
+    def per_call_reason(self, expr: ast.AST, loop_only: bool = False) -> str | None:
+        """Why ``expr`` differs from call to call (for constexprs), or None.
+
+        Shape-like accesses (``.shape``, ``.size()``, ``.stride()``, ``.dim()``,
+        ``.numel()``, ``.dtype``, ``len()``) are safe whatever they are applied to;
+        literals, module constants and parameters with no tensor evidence are
+        safe too.
+        """
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Attribute) and node.attr in SHAPE_ATTRS:
+                continue
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in SHAPE_METHODS:
+                    continue
+                if is_builtin(self.aliases, func, ("len",)):
+                    continue
+                if not loop_only and self.sync_kind(node) is not None:
+                    return "derives from a value synchronized to the host"
+            if isinstance(node, ast.Name):
+                kinds = self.kinds.get(node.id, ())
+                if "loop" in kinds:
+                    return f"changes every iteration of the loop over `{node.id}`"
+                if not loop_only:
+                    if "host" in kinds:
+                        return f"derives from `{node.id}`, a value synchronized to the host"
+                    if "tensor" in kinds:
+                        return f"is derived from tensor `{node.id}`"
+            stack.extend(ast.iter_child_nodes(node))
+        return None
+
+    def is_host_seq(self, node: ast.AST) -> bool:
+        if isinstance(node, _SEQ_NODES):
+            return True
+        if isinstance(node, ast.Name):
+            return self.has(node.id, "hostseq")
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "tolist":
+                return True
+            return is_builtin(self.aliases, node.func, ("list", "tuple", "range", "sorted"))
+        return False
+
+    def host_tensor_call(self, node: ast.Call) -> bool:
+        """``torch.tensor(data)``/``as_tensor``/``from_numpy`` built on the host."""
+        qual = self.aliases.resolve(node.func)
+        if qual not in _HOST_TENSOR_CTORS:
+            return False
+        if qual == "torch.from_numpy":
+            return True
+        data = node.args[0] if node.args else _kw(node, "data")
+        if data is None:
+            return False
+        device = _kw(node, "device")
+        if device is not None and not is_cpu_device(self.aliases, device):
+            return False
+        if qual == "torch.tensor":
+            return not self.tensorish(data)
+        return self.is_host_seq(data)
+
+    def is_host_tensor(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Call):
+            return self.host_tensor_call(node)
+        return isinstance(node, ast.Name) and self.has(node.id, "hosttensor")
+
+    def is_pinned(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "pin_memory":
+                return True
+            return _kw_true(node, "pin_memory")
+        return isinstance(node, ast.Name) and self.has(node.id, "pinned")
+
+
+def _annotation_text(node: ast.AST) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    try:
+        return ast.unparse(node)
+    except (RecursionError, ValueError):
+        return ""
+
+
+def _kw(node: ast.Call, name: str) -> ast.expr | None:
+    for kw in node.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def _kw_true(node: ast.Call, name: str) -> bool:
+    value = _kw(node, name)
+    return isinstance(value, ast.Constant) and value.value is True
+
+
+def is_cpu_device(aliases: Aliases, node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value is None or (isinstance(node.value, str) and node.value.split(":")[0] in ("cpu", "meta"))
+    if isinstance(node, ast.Call) and aliases.resolve(node.func) == "torch.device" and node.args:
+        return is_cpu_device(aliases, node.args[0])
+    return False
+
+
+def _device_is_accelerator(node: ast.Call) -> bool:
+    device = _kw(node, "device") or (node.args[0] if node.args else None)
+    if device is None:
+        return False
+    if isinstance(device, ast.Constant):
+        return isinstance(device.value, str) and device.value.split(":")[0] not in ("cpu", "meta")
+    return True

@@ -1,0 +1,39 @@
+"""GitHub Actions workflow commands: one ``::error``/``::warning``/``::notice`` per finding.
+
+Escaping follows the workflow-command rules: in the message ``%``, ``\\r`` and
+``\\n`` are percent-encoded; in properties ``:`` and ``,`` are too.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from graphcheck import rules
+from graphcheck.findings import Finding
+
+_COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_line(f: Finding) -> str:
+    name = rules.RULES[f.code].name if f.code in rules.RULES else ""
+    title = f"{f.code} {name}".strip()
+    props = [f"file={escape_property(f.path)}", f"line={max(1, f.line)}", f"col={f.col + 1}",
+             f"title={escape_property(title)}"]
+    message = f.message
+    if f.case:
+        message = f"[{f.case}] {message}"
+    if f.hint:
+        message = f"{message}. {f.hint}" if not message.endswith(".") else f"{message} {f.hint}"
+    return f"::{_COMMAND[f.severity.value]} {','.join(props)}::{escape_data(message)}"
+
+
+def render_github(findings: Sequence[Finding]) -> str:
+    return "".join(github_line(f) + "\n" for f in findings)

@@ -1,0 +1,12 @@
+"""JSON report: an array of finding objects (``Finding.to_dict()``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from graphcheck.findings import Finding
+
+
+def render_json(findings: Sequence[Finding]) -> str:
+    return json.dumps([f.to_dict() for f in findings], indent=2, default=str) + "\n"

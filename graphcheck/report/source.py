@@ -1,0 +1,30 @@
+"""Reading the offending source lines for a report (lazily, once per file)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+
+@lru_cache(maxsize=256)
+def _lines(path: str) -> tuple[str, ...]:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(10 * 1024 * 1024)
+    except OSError:
+        return ()
+    if b"\x00" in data[:8192]:
+        return ()
+    return tuple(data.decode("utf-8", errors="replace").splitlines())
+
+
+def context(path: str, line: int, before: int = 1, after: int = 1) -> list[tuple[int, str]]:
+    """``(line number, text)`` around ``line`` (1-based); empty when the file cannot be read."""
+    lines = _lines(path)
+    if not lines or line < 1 or line > len(lines):
+        return []
+    lo, hi = max(1, line - before), min(len(lines), line + after)
+    return [(n, lines[n - 1].expandtabs(4)) for n in range(lo, hi + 1)]
+
+
+def clear() -> None:
+    _lines.cache_clear()

@@ -1,0 +1,104 @@
+"""Attribute an event to the user's source line.
+
+The user's frame is the innermost frame that is not in torch, triton, the
+standard library, hypothesis or graphcheck itself. Code in ``graphcheck.kernels``
+(the reference kernels) and in the project's ``examples/`` counts as user code.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import sysconfig
+import types
+from functools import lru_cache
+from typing import NamedTuple
+
+
+class Location(NamedTuple):
+    path: str
+    line: int
+    function: str | None
+
+
+UNKNOWN = Location("<unknown>", 0, None)
+
+
+def _module_dir(name: str) -> str | None:
+    module = sys.modules.get(name)
+    if module is None:
+        try:
+            module = __import__(name)
+        except Exception:
+            return None
+    path = getattr(module, "__file__", None)
+    return os.path.dirname(os.path.abspath(path)) + os.sep if path else None
+
+
+@lru_cache(maxsize=1)
+def _library_prefixes() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(prefixes of library code, prefixes inside them that still count as user code)."""
+    libs: list[str] = []
+    for name in ("torch", "triton", "hypothesis", "numpy", "_pytest", "pytest", "pluggy"):
+        d = _module_dir(name)
+        if d:
+            libs.append(d)
+    for key in ("stdlib", "platstdlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            libs.append(os.path.abspath(p) + os.sep)
+    gc_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    libs.append(gc_dir)
+    user = [os.path.join(gc_dir, "kernels") + os.sep]
+    return tuple(libs), tuple(user)
+
+
+@lru_cache(maxsize=4096)
+def is_user_file(filename: str) -> bool:
+    if not filename or filename.startswith("<"):
+        return False
+    path = os.path.abspath(filename)
+    libs, user = _library_prefixes()
+    if path.startswith(user):
+        return True
+    # site-packages of any other library is user code (a kernel package); only the
+    # named libraries and the standard library are excluded.
+    return not path.startswith(libs)
+
+
+def user_location(frame: types.FrameType | None = None) -> Location:
+    """The innermost user frame, starting from ``frame`` (default: the caller's)."""
+    f = frame if frame is not None else sys._getframe(1)
+    while f is not None:
+        code = f.f_code
+        if is_user_file(code.co_filename):
+            return Location(code.co_filename, f.f_lineno, code.co_name)
+        f = f.f_back
+    return UNKNOWN
+
+
+def traceback_location(tb: types.TracebackType | None) -> Location:
+    """The innermost user frame of a traceback (where the user's code raised)."""
+    found = UNKNOWN
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if is_user_file(code.co_filename):
+            found = Location(code.co_filename, tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    return found
+
+
+def source_line(path: str, line: int) -> str:
+    return linecache.getline(path, line).strip() if line > 0 else ""
+
+
+def function_location(fn: object) -> Location:
+    """Where a callable is defined (for findings about a case as a whole)."""
+    target = getattr(fn, "__wrapped__", fn)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        code = getattr(getattr(target, "__call__", None), "__code__", None)
+    if code is None:
+        return UNKNOWN
+    return Location(code.co_filename, code.co_firstlineno, code.co_name)

@@ -1,0 +1,144 @@
+"""Python-level hooks for what the dispatcher never sees.
+
+``.tolist()``, ``.numpy()``, ``.cpu()`` of a CPU tensor, and explicit device,
+stream and event synchronizes never reach a ``TorchDispatchMode``. While at least
+one :class:`~graphcheck.trace.recorder.Recorder` is active they are wrapped; the
+wrappers tell the recorders active in the calling thread and then call the
+original. Installation is reference-counted under a lock and undone when the
+last recorder exits.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any, Callable
+
+_lock = threading.Lock()
+_installed = 0
+_saved: list[tuple[Any, str, Any]] = []
+_local = threading.local()
+_INHERITED = object()  # restore by deleting the override, so the base class method shows again
+
+
+def active_recorders() -> list:
+    return getattr(_local, "stack", [])
+
+
+def push(recorder: Any) -> None:
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    _local.stack.append(recorder)
+
+
+def pop(recorder: Any) -> None:
+    stack = getattr(_local, "stack", [])
+    if stack and stack[-1] is recorder:
+        stack.pop()
+    elif recorder in stack:
+        stack.remove(recorder)
+
+
+def quiet_depth() -> int:
+    return getattr(_local, "quiet", 0)
+
+
+class quiet:
+    """Inside: dispatched ops are passed through without being recorded."""
+
+    def __enter__(self) -> None:
+        _local.quiet = quiet_depth() + 1
+
+    def __exit__(self, *exc: Any) -> None:
+        _local.quiet = quiet_depth() - 1
+
+
+def _notify(code: str, op: str, detail: str, tensor_device: str | None = None) -> None:
+    if quiet_depth():
+        return
+    for rec in active_recorders():
+        if tensor_device == "cpu" and getattr(rec, "device_type", "cpu") != "cpu":
+            continue  # a host tensor read on the host: no sync when the case runs on a GPU
+        rec._python_event(code, op, detail)
+
+
+def _wrap(owner: Any, name: str, make: Callable[[Any], Callable]) -> None:
+    original = getattr(owner, name, None)
+    if original is None:
+        return
+    own = name in owner.__dict__ if isinstance(owner, type) else True
+    _saved.append((owner, name, original if own else _INHERITED))
+    setattr(owner, name, make(original))
+
+
+def _tensor_method(code: str, op: str, detail: str, only_cpu: bool = False):
+    def make(original):
+        @functools.wraps(original)
+        def wrapper(self, *args, **kwargs):
+            device = self.device.type
+            if not only_cpu or device == "cpu":
+                _notify(code, op, detail, device)
+            with quiet():
+                return original(self, *args, **kwargs)
+
+        return wrapper
+
+    return make
+
+
+def _sync_function(op: str, detail: str, skip_without_cuda: bool):
+    def make(original):
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            _notify("GC110", op, detail)
+            if skip_without_cuda:
+                import torch
+
+                if not torch.cuda.is_available():
+                    return None  # the hazard is recorded; there is nothing to wait for on the CPU
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    return make
+
+
+def _install() -> None:
+    import torch
+
+    _wrap(torch.Tensor, "tolist", _tensor_method("GC103", "Tensor.tolist", "`.tolist()` copies the tensor to a Python list"))
+    _wrap(torch.Tensor, "numpy", _tensor_method("GC104", "Tensor.numpy", "`.numpy()` copies the tensor to the host"))
+    _wrap(torch.Tensor, "cpu", _tensor_method("GC104", "Tensor.cpu", "`.cpu()` copies the tensor to the host", only_cpu=True))
+    cuda = torch.cuda
+    _wrap(cuda, "synchronize", _sync_function("torch.cuda.synchronize", "a device-wide synchronize", True))
+    for cls_name in ("Stream", "Event"):
+        cls = getattr(cuda, cls_name, None)
+        if isinstance(cls, type) and "synchronize" in cls.__dict__:
+            _wrap(cls, "synchronize", _sync_function(f"torch.cuda.{cls_name}.synchronize", f"a {cls_name.lower()} synchronize", True))
+    accel = getattr(torch, "accelerator", None)
+    if accel is not None and hasattr(accel, "synchronize"):
+        _wrap(accel, "synchronize", _sync_function("torch.accelerator.synchronize", "a device-wide synchronize", True))
+
+
+def acquire() -> None:
+    global _installed
+    with _lock:
+        if _installed == 0:
+            from graphcheck.trace import launches
+
+            _install()
+            launches.install(_saved)
+        _installed += 1
+
+
+def release() -> None:
+    global _installed
+    with _lock:
+        _installed -= 1
+        if _installed == 0:
+            while _saved:
+                owner, name, original = _saved.pop()
+                if original is _INHERITED:
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, original)

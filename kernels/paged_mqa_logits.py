@@ -1,0 +1,399 @@
+"""``fp8_paged_mqa_logits``: the DeepSeek-V3.2 indexer's decode scores over a paged FP8 cache.
+
+``logits[r, p] = scale[p] · Σ_h weights[r, h] · relu(Σ_d q[b, j, h, d] · k[p, d])``
+for row ``r = b·next_n + j`` and key position ``p`` of request ``b``, in
+DeepGEMM's argument order. The Triton kernel is capture-safe by construction:
+its grid comes from tensor shapes only, every per-request length and block id is
+read on the device, and nothing is allocated from tensor values. Also here: a
+vectorised, capture-safe PyTorch reference and the declared graphcheck cases.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+from . import _fp8
+from ._fp8 import decode_e4m3, score_tile
+
+__all__ = ["fp8_paged_mqa_logits", "fp8_paged_mqa_logits_reference", "graphcheck_cases", "PagedConfig"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PagedConfig:
+    """Launch configuration; chosen from shapes and the device only (never autotuned)."""
+
+    rows: int  # speculative rows (next_n) per program, a power of two
+    splits: int  # programs per request along the key axis
+    num_warps: int = 4
+    num_stages: int = 3
+    reduce_dot: bool = False  # head reduction as a second dot instead of a sum
+    fill_n: int = 1024  # columns per -inf fill store
+
+
+def default_config(batch: int, next_n: int, heads: int, block_size: int, max_model_len: int,
+                   device: torch.device) -> PagedConfig:
+    rows = min(triton.next_power_of_2(next_n), max(1, 128 // heads))
+    row_tiles = triton.cdiv(next_n, rows)
+    # Enough programs for about 4 per SM, but no more splits than blocks a row can hold.
+    target = 4 * _fp8.sm_count(device)
+    splits = max(1, min(triton.cdiv(target, batch * row_tiles), triton.cdiv(max_model_len, block_size)))
+    return PagedConfig(rows=rows, splits=splits, num_warps=4 if rows * heads <= 64 else 8, num_stages=3)
+
+
+@triton.jit
+def _paged_mqa_logits_kernel(
+    q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr,
+    stride_qb, stride_qn, stride_qh, stride_qd,
+    stride_kv,
+    stride_wr, stride_wh,
+    stride_lb, stride_ln,
+    stride_btb, stride_btk,
+    stride_or,
+    next_n, max_model_len, max_blocks,
+    H: tl.constexpr, D: tl.constexpr, BS: tl.constexpr,
+    ROWS: tl.constexpr, GN: tl.constexpr,
+    LENS_2D: tl.constexpr, CLEAN: tl.constexpr, FP8_DOT: tl.constexpr, REDUCE_DOT: tl.constexpr,
+    FILL_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    b = tl.program_id(0)
+    split = tl.program_id(1)
+    splits = tl.num_programs(1)
+    row0 = tl.program_id(2) * ROWS
+
+    # Per-row end of the valid key range, read on the device.
+    cols = tl.arange(0, GN)
+    j = row0 + cols
+    col_ok = (cols < ROWS) & (j < next_n)
+    limit = tl.minimum(max_model_len, max_blocks * BS)
+    if LENS_2D:
+        end = tl.load(lens_ptr + b * stride_lb + j * stride_ln, mask=col_ok, other=0)
+    else:
+        ctx = tl.load(lens_ptr + b * stride_lb)
+        end = ctx - next_n + 1 + j
+    end = tl.where(col_ok, tl.minimum(tl.maximum(end, 0), limit), 0)
+    num_blocks = tl.cdiv(tl.max(end, axis=0), BS)
+
+    # The query tile for ROWS rows and all heads, transposed to [D, ROWS*H], and its weights.
+    c = tl.arange(0, ROWS * H)
+    qj = row0 + c // H
+    qh = c % H
+    q_ok = qj < next_n
+    d = tl.arange(0, D)
+    q_off = b.to(tl.int64) * stride_qb + qj[None, :] * stride_qn + qh[None, :] * stride_qh + d[:, None] * stride_qd
+    w = tl.load(w_ptr + (b * next_n + qj).to(tl.int64) * stride_wr + qh * stride_wh, mask=q_ok, other=0.0)
+    if FP8_DOT:
+        q_t = tl.load(q_ptr.to(tl.pointer_type(tl.float8e4nv)) + q_off, mask=q_ok[None, :], other=0.0)
+    else:
+        q_t = decode_e4m3(tl.load(q_ptr + q_off, mask=q_ok[None, :], other=0))
+
+    t = tl.arange(0, BS)
+    out_rows = out_ptr + (b * next_n + j).to(tl.int64) * stride_or
+    for blk in tl.range(split, num_blocks, splits, num_stages=NUM_STAGES):
+        phys = tl.load(bt_ptr + b.to(tl.int64) * stride_btb + blk * stride_btk).to(tl.int64)
+        base = kv_ptr + phys * stride_kv
+        k_off = t[:, None] * D + d[None, :]
+        if FP8_DOT:
+            k = tl.load(base.to(tl.pointer_type(tl.float8e4nv)) + k_off)
+        else:
+            k = decode_e4m3(tl.load(base + k_off))
+        scale = tl.load((base + BS * D).to(tl.pointer_type(tl.float32)) + t)
+        r = score_tile(k, q_t, w, ROWS, H, GN, REDUCE_DOT) * scale[:, None]
+        p = blk * BS + t
+        valid = (p[:, None] < end[None, :]) & col_ok[None, :]
+        ptrs = out_rows[None, :] + p[:, None]
+        if CLEAN:
+            tl.store(ptrs, tl.where(valid, r, float("-inf")), mask=(p[:, None] < max_model_len) & col_ok[None, :])
+        else:
+            tl.store(ptrs, r, mask=valid)
+
+    if CLEAN:
+        # Everything past the last computed block is invalid for every row here.
+        f = tl.arange(0, FILL_N)
+        rr = tl.arange(0, ROWS)
+        fill_rows = out_ptr + (b * next_n + row0 + rr).to(tl.int64) * stride_or
+        fill_ok = (row0 + rr) < next_n
+        neg = tl.full([ROWS, FILL_N], float("-inf"), tl.float32)
+        for f0 in tl.range(num_blocks * BS + split * FILL_N, max_model_len, splits * FILL_N):
+            pos = f0 + f
+            tl.store(fill_rows[:, None] + pos[None, :], neg, mask=fill_ok[:, None] & (pos[None, :] < max_model_len))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _parse_tail(args: tuple, max_model_len: Any, clean_logits: Any, schedule_metadata: Any) -> tuple[int, bool]:
+    """Accept both call forms after ``block_tables``.
+
+    ``(max_model_len[, clean_logits])`` and DeepGEMM's
+    ``(schedule_metadata, max_context_len[, clean_logits])``: a sixth positional
+    argument that is a tensor or None is the (ignored) schedule metadata.
+    """
+    args = list(args)
+    if args and (args[0] is None or isinstance(args[0], torch.Tensor)):
+        schedule_metadata = args.pop(0)  # noqa: F841 - accepted for drop-in compatibility, unused
+    if len(args) > 2:
+        raise TypeError("fp8_paged_mqa_logits: too many positional arguments")
+    if args:
+        if max_model_len is not None:
+            raise TypeError("fp8_paged_mqa_logits: max_model_len given twice")
+        max_model_len = args.pop(0)
+    if args:
+        clean_logits = args.pop(0)
+    if max_model_len is None:
+        raise TypeError("fp8_paged_mqa_logits: missing max_model_len")
+    if not _is_int(max_model_len):
+        raise TypeError(f"max_model_len must be a Python int (a shape), got {type(max_model_len).__name__}")
+    if max_model_len < 1:
+        raise ValueError(f"max_model_len must be >= 1, got {max_model_len}")
+    if not isinstance(clean_logits, bool):
+        raise TypeError(f"clean_logits must be a bool, got {type(clean_logits).__name__}")
+    return max_model_len, clean_logits
+
+
+def _pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _check_inputs(q, kv_cache, weights, context_lens, block_tables) -> tuple[int, int, int, int, int]:
+    for name, t in (("q", q), ("kv_cache", kv_cache), ("weights", weights),
+                    ("context_lens", context_lens), ("block_tables", block_tables)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if q.dtype != torch.float8_e4m3fn:
+        raise TypeError(f"q must be float8_e4m3fn, got {q.dtype}")
+    if q.dim() != 4:
+        raise ValueError(f"q must be [B, next_n, H, D], got shape {list(q.shape)}")
+    batch, next_n, heads, dim = q.shape
+    if batch < 1 or next_n < 1:
+        raise ValueError(f"q must have B >= 1 and next_n >= 1, got shape {list(q.shape)}")
+    if not (_pow2(heads) and 16 <= heads <= 128):
+        raise ValueError(f"H must be a power of two in [16, 128], got {heads}")
+    if not (_pow2(dim) and 32 <= dim <= 256):
+        raise ValueError(f"D must be a power of two in [32, 256], got {dim}")
+    if kv_cache.dtype != torch.uint8:
+        raise TypeError(f"kv_cache must be uint8 (packed FP8 keys + fp32 scales), got {kv_cache.dtype}")
+    if kv_cache.dim() != 4 or kv_cache.shape[2] != 1 or kv_cache.shape[3] != dim + 4:
+        raise ValueError(f"kv_cache must be [num_blocks, block_size, 1, {dim + 4}], got {list(kv_cache.shape)}")
+    block_size = kv_cache.shape[1]
+    if not (_pow2(block_size) and 16 <= block_size <= 128):
+        raise ValueError(f"block_size must be a power of two in [16, 128], got {block_size}")
+    if kv_cache.stride(3) != 1 or kv_cache.stride(1) != dim + 4:
+        raise ValueError(
+            "kv_cache blocks must be packed (strides [block_stride, D+4, *, 1]); "
+            f"got strides {list(kv_cache.stride())}"
+        )
+    if kv_cache.stride(0) < block_size * (dim + 4) or kv_cache.stride(0) % 4:
+        raise ValueError(
+            f"kv_cache block stride must be a multiple of 4 and >= {block_size * (dim + 4)}, got {kv_cache.stride(0)}"
+        )
+    if kv_cache.data_ptr() % 4:
+        raise ValueError("kv_cache must start at a 4-byte aligned address (the fp32 scales are read as words)")
+    if weights.dtype != torch.float32:
+        raise TypeError(f"weights must be float32, got {weights.dtype}")
+    if tuple(weights.shape) != (batch * next_n, heads):
+        raise ValueError(f"weights must be [B*next_n, H] = [{batch * next_n}, {heads}], got {list(weights.shape)}")
+    if context_lens.dtype != torch.int32:
+        raise TypeError(f"context_lens must be int32, got {context_lens.dtype}")
+    if tuple(context_lens.shape) not in ((batch,), (batch, next_n)):
+        raise ValueError(f"context_lens must be [B] or [B, next_n] = [{batch}, {next_n}], got {list(context_lens.shape)}")
+    if block_tables.dtype != torch.int32:
+        raise TypeError(f"block_tables must be int32, got {block_tables.dtype}")
+    if block_tables.dim() != 2 or block_tables.shape[0] != batch or block_tables.shape[1] < 1:
+        raise ValueError(f"block_tables must be [B, max_blocks] with B = {batch}, got {list(block_tables.shape)}")
+    return batch, next_n, heads, dim, block_size
+
+
+def fp8_paged_mqa_logits(
+    q: torch.Tensor,
+    kv_cache: torch.Tensor,
+    weights: torch.Tensor,
+    context_lens: torch.Tensor,
+    block_tables: torch.Tensor,
+    *args: Any,
+    max_model_len: "int | None" = None,
+    clean_logits: bool = True,
+    schedule_metadata: Any = None,
+    out: "torch.Tensor | None" = None,
+    config: "PagedConfig | None" = None,
+    fp8_dot: "bool | None" = None,
+) -> torch.Tensor:
+    """FP8 paged MQA logits, ``[B·next_n, max_model_len]`` fp32.
+
+    Call forms: ``(q, kv_cache, weights, context_lens, block_tables, max_model_len,
+    clean_logits=True)`` and DeepGEMM's ``(..., block_tables, schedule_metadata,
+    max_context_len, clean_logits)``; ``schedule_metadata`` is accepted and ignored.
+    ``out`` (keyword) is an optional fp32 ``[B·next_n, max_model_len]`` buffer with
+    unit column stride; with ``clean_logits=False`` only valid positions of it are
+    written. ``config`` and ``fp8_dot`` override the shape-based launch choices
+    (benchmarks and tests).
+    """
+    max_model_len, clean_logits = _parse_tail(args, max_model_len, clean_logits, schedule_metadata)
+    batch, next_n, heads, dim, block_size = _check_inputs(q, kv_cache, weights, context_lens, block_tables)
+    device = _fp8.check_launchable(q, kv_cache, weights, context_lens, block_tables)
+    rows_total = batch * next_n
+    if out is None:
+        out = torch.empty((rows_total, max_model_len), dtype=torch.float32, device=device)
+    else:
+        if not isinstance(out, torch.Tensor) or out.dtype != torch.float32:
+            raise TypeError("out must be a float32 tensor")
+        if tuple(out.shape) != (rows_total, max_model_len) or out.stride(1) != 1 or out.device != device:
+            raise ValueError(f"out must be [{rows_total}, {max_model_len}] on {device} with unit column stride")
+    cfg = config or default_config(batch, next_n, heads, block_size, max_model_len, device)
+    use_fp8 = _fp8.native_fp8_dot(device) if fp8_dot is None else bool(fp8_dot)
+    lens_2d = context_lens.dim() == 2
+    gn = max(16, cfg.rows) if cfg.reduce_dot else cfg.rows
+    grid = (batch, cfg.splits, triton.cdiv(next_n, cfg.rows))
+    q_arg = q if use_fp8 else q.view(torch.uint8)
+    _paged_mqa_logits_kernel[grid](
+        q_arg, kv_cache, weights, context_lens, block_tables, out,
+        q.stride(0), q.stride(1), q.stride(2), q.stride(3),
+        kv_cache.stride(0),
+        weights.stride(0), weights.stride(1),
+        context_lens.stride(0), context_lens.stride(1) if lens_2d else 0,
+        block_tables.stride(0), block_tables.stride(1),
+        out.stride(0),
+        next_n, max_model_len, block_tables.shape[1],
+        H=heads, D=dim, BS=block_size, ROWS=cfg.rows, GN=gn,
+        LENS_2D=lens_2d, CLEAN=clean_logits, FP8_DOT=use_fp8, REDUCE_DOT=cfg.reduce_dot,
+        FILL_N=cfg.fill_n, NUM_STAGES=cfg.num_stages,
+        num_warps=cfg.num_warps,
+    )
+    return out
+
+
+# ----------------------------------------------------------------------------- reference
+
+
+def valid_mask(context_lens: torch.Tensor, next_n: int, length: int, limit: "int | None" = None) -> torch.Tensor:
+    """Boolean ``[B·next_n, length]``: which key positions each row may see."""
+    batch = context_lens.shape[0]
+    j = torch.arange(next_n, device=context_lens.device)
+    if context_lens.dim() == 2:
+        end = context_lens.long()
+    else:
+        end = context_lens.long()[:, None] - next_n + 1 + j[None, :]
+    if limit is not None:
+        end = end.clamp(max=limit)
+    pos = torch.arange(length, device=context_lens.device)
+    return (pos[None, None, :] < end[:, :, None]).reshape(batch * next_n, length)
+
+
+def fp8_paged_mqa_logits_reference(
+    q: torch.Tensor,
+    kv_cache: torch.Tensor,
+    weights: torch.Tensor,
+    context_lens: torch.Tensor,
+    block_tables: torch.Tensor,
+    max_model_len: int,
+    clean_logits: bool = True,
+    compute_dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """Pure PyTorch, vectorised and capture-safe (sizes from shapes only, no host sync).
+
+    Gathers every block of every block table (entries are clamped into range, so
+    arbitrary entries past a sequence are harmless), dequantises in
+    ``compute_dtype`` and masks invalid positions to -inf (always; ``clean_logits``
+    is accepted for signature parity).
+    """
+    batch, next_n, heads, dim = q.shape
+    num_blocks, block_size = kv_cache.shape[:2]
+    max_blocks = block_tables.shape[1]
+    length = min(max_model_len, max_blocks * block_size)
+    blocks = _fp8._block_bytes(kv_cache)[block_tables.long().clamp(0, num_blocks - 1)]  # [B, MB, bs*(D+4)]
+    keys = blocks[..., : block_size * dim].contiguous().view(torch.float8_e4m3fn)
+    keys = keys.reshape(batch, max_blocks * block_size, dim)[:, :length].to(compute_dtype)
+    scales = blocks[..., block_size * dim :].contiguous().view(torch.float32)
+    scales = scales.reshape(batch, max_blocks * block_size)[:, :length].to(compute_dtype)
+    scores = torch.einsum("bjhd,bpd->bjhp", q.to(compute_dtype), keys).relu_()
+    w = weights.to(compute_dtype).reshape(batch, next_n, heads, 1)
+    logits = (scores * w).sum(dim=2) * scales[:, None, :]  # [B, next_n, length]
+    logits = logits.reshape(batch * next_n, length)
+    logits = logits.masked_fill(~valid_mask(context_lens, next_n, length), float("-inf"))
+    result = torch.full((batch * next_n, max_model_len), float("-inf"), dtype=compute_dtype, device=q.device)
+    result[:, :length] = logits
+    return result
+
+
+# ----------------------------------------------------------------------------- inputs and cases
+
+
+def make_inputs(
+    batch: int, next_n: int, heads: int, dim: int, block_size: int, max_model_len: int,
+    lengths: "torch.Tensor | None" = None, *, seed: int = 0, device: Any = "cpu",
+    lens_2d: bool = False, shuffle: bool = True, block_stride: "int | None" = None,
+    extra_blocks: int = 3, avg_len: "int | None" = None, max_blocks: "int | None" = None,
+) -> dict[str, Any]:
+    """Random inputs for one call: FP8 q, a packed paged cache with shuffled physical blocks, weights, lengths.
+
+    ``lengths`` [B] are the context lengths (default: uniform in 0.7-1.3x
+    ``avg_len``, or in [1, max_model_len]). With ``lens_2d`` the lengths become
+    ``[B, next_n]`` holding the same causal ends as the 1-D form. ``max_blocks``
+    (block-table width) defaults to cdiv(max_model_len, block_size). Block-table
+    entries past each sequence hold arbitrary in-range ids. Values are drawn on
+    ``device`` from a generator seeded with ``seed``; shapes never depend on it.
+    """
+    device = torch.device(device)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    if lengths is None:
+        if avg_len is None:
+            lengths = torch.randint(1, max_model_len + 1, (batch,), generator=gen, device=device)
+        else:
+            lo, hi = int(0.7 * avg_len), int(1.3 * avg_len)
+            lengths = torch.randint(max(lo, 1), hi + 1, (batch,), generator=gen, device=device)
+            lengths = lengths.clamp(max=max_model_len)
+    lengths = torch.as_tensor(lengths, dtype=torch.int64).to(device)
+    if max_blocks is None:
+        max_blocks = triton.cdiv(max_model_len, block_size)
+    num_blocks = batch * max_blocks + extra_blocks
+    perm = (torch.randperm(num_blocks, generator=gen, device=device) if shuffle
+            else torch.arange(num_blocks, device=device))
+    block_tables = perm[: batch * max_blocks].reshape(batch, max_blocks).to(torch.int32)
+    keys = torch.randn(num_blocks, block_size, dim, generator=gen, device=device)
+    keys *= 1 + torch.rand(num_blocks, block_size, 1, generator=gen, device=device)
+    k8, ks = _fp8.quantize_fp8_per_token(keys)
+    del keys
+    kv_cache = _fp8.pack_paged_kv_cache(k8, ks, block_stride)
+    q = (torch.randn(batch, next_n, heads, dim, generator=gen, device=device) * 2).to(torch.float8_e4m3fn)
+    weights = torch.randn(batch * next_n, heads, generator=gen, device=device) / heads ** 0.5
+    if lens_2d:
+        j = torch.arange(next_n, device=device)
+        context_lens = (lengths[:, None] - next_n + 1 + j[None, :]).clamp(min=0)
+    else:
+        context_lens = lengths
+    return {
+        "q": q,
+        "kv_cache": kv_cache,
+        "weights": weights,
+        "context_lens": context_lens.to(torch.int32),
+        "block_tables": block_tables,
+        "max_model_len": max_model_len,
+    }
+
+
+def graphcheck_cases() -> list:
+    """Declared cases for ``graphcheck audit graphcheck.kernels`` (tiny shapes for the interpreter)."""
+    from graphcheck.case import Case
+
+    def case(name: str, next_n: int, lens_2d: bool, clean: bool = True, block_stride: "int | None" = None) -> Case:
+        def make(seed: int, device: Any) -> dict[str, Any]:
+            # Same shapes for every seed; lengths and block ids differ.
+            inputs = make_inputs(2, next_n, 16, 64, 16, 80, seed=seed, device=device, lens_2d=lens_2d,
+                                 block_stride=block_stride)
+            inputs["clean_logits"] = clean
+            return inputs
+
+        return Case(name=name, fn=fp8_paged_mqa_logits, make_inputs=make, atol=1e-3, rtol=1e-3,
+                    description=f"paged FP8 MQA logits, next_n={next_n}, {'2-D' if lens_2d else '1-D'} lengths, "
+                                "shuffled physical blocks")
+
+    return [
+        case("paged_mqa_logits/next_n1_1d", 1, False),
+        case("paged_mqa_logits/next_n2_2d", 2, True),
+        case("paged_mqa_logits/next_n4_1d_strided", 4, False, block_stride=16 * 68 + 64),
+    ]

@@ -1,0 +1,199 @@
+"""FP8 (paged) MQA logits on the GPU: DeepGEMM's decode and prefill shapes, vLLM's small cases,
+the extra edge cases, both dot paths, every launch variant the benchmark sweeps, and CUDA graph
+capture with replay on new values.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from graphcheck.kernels import (
+    fp8_mqa_logits,
+    fp8_mqa_logits_reference,
+    fp8_paged_mqa_logits,
+    fp8_paged_mqa_logits_reference,
+)
+from graphcheck.kernels import mqa_logits, paged_mqa_logits
+from graphcheck.kernels.mqa_logits import MqaConfig
+from graphcheck.kernels.paged_mqa_logits import PagedConfig
+
+pytestmark = pytest.mark.gpu
+
+MAX_MODEL_LEN = 111000
+
+
+def diff(x: torch.Tensor, y: torch.Tensor, valid: torch.Tensor) -> float:
+    x = torch.where(valid, x.double(), 0.0)
+    y = torch.where(valid, y.double(), 0.0)
+    return float(1 - 2 * (x * y).sum() / (x * x + y * y).sum())
+
+
+def check_against(out: torch.Tensor, ref: torch.Tensor, cleaned: bool = True, bar: float = 1e-3) -> float:
+    valid = torch.isfinite(ref)
+    assert valid.any()
+    assert not torch.isnan(torch.where(valid, out, 0.0)).any()
+    d = diff(out, ref, valid)
+    assert d < bar, f"diff {d:.3g} >= {bar}"
+    if cleaned:
+        assert torch.equal(torch.isneginf(out), ~valid), "-inf mask differs from the validity mask"
+    return d
+
+
+def deepgemm_inputs(batch: int, next_n: int, avg: int, lens_2d: bool, seed: int = 0) -> dict:
+    max_blocks = -(-int(1.3 * avg) // 64)
+    return paged_mqa_logits.make_inputs(batch, next_n, 64, 128, 64, MAX_MODEL_LEN, seed=seed, device="cuda",
+                                        avg_len=avg, lens_2d=lens_2d, max_blocks=max_blocks)
+
+
+DEEPGEMM = [(b, n, avg, l2) for (b, n) in ((64, 1), (64, 2), (128, 1)) for avg in (8192, 32768) for l2 in (False, True)]
+
+
+@pytest.mark.parametrize("batch,next_n,avg,lens_2d", DEEPGEMM)
+def test_deepgemm_decode_shapes(batch, next_n, avg, lens_2d):
+    inputs = deepgemm_inputs(batch, next_n, avg, lens_2d)
+    ref = fp8_paged_mqa_logits_reference(**inputs)
+    out = torch.full((batch * next_n, MAX_MODEL_LEN), float("nan"), device="cuda")
+    fp8_paged_mqa_logits(**inputs, out=out)
+    check_against(out, ref)
+    bits = out.view(torch.int32).clone()
+    for _ in range(20):
+        again = torch.full_like(out, float("nan"))
+        fp8_paged_mqa_logits(**inputs, out=again)
+        assert torch.equal(again.view(torch.int32), bits), "reruns are not bitwise identical"
+    # clean_logits=False: valid positions the same, nothing else written
+    raw = torch.full_like(out, float("nan"))
+    fp8_paged_mqa_logits(**inputs, clean_logits=False, out=raw)
+    valid = torch.isfinite(ref)
+    assert torch.equal(raw[valid].view(torch.int32), out[valid].view(torch.int32))
+    assert torch.isnan(raw[~valid]).all()
+
+
+def test_deepgemm_decode_decoded_bytes_path():
+    inputs = deepgemm_inputs(64, 2, 8192, False, seed=3)
+    ref = fp8_paged_mqa_logits_reference(**inputs)
+    check_against(fp8_paged_mqa_logits(**inputs, fp8_dot=False), ref)
+
+
+SWEEP_PAGED = [PagedConfig(rows=r, splits=s, num_warps=w, num_stages=st, reduce_dot=red)
+               for r in (1, 2) for s in (4, 16) for w in (4, 8) for st in (2, 4) for red in (False, True)]
+
+
+@pytest.mark.parametrize("cfg", SWEEP_PAGED, ids=str)
+def test_paged_launch_variants(cfg):
+    inputs = deepgemm_inputs(8, 2, 2048, False, seed=4)
+    ref = fp8_paged_mqa_logits_reference(**inputs)
+    check_against(fp8_paged_mqa_logits(**inputs, config=cfg), ref)
+    check_against(fp8_paged_mqa_logits(**inputs, config=cfg, clean_logits=False), ref, cleaned=False)
+
+
+@pytest.mark.parametrize("heads", [16, 32])
+@pytest.mark.parametrize("batch,next_n,ctx", [(1, 1, 128), (1, 1, 512), (2, 1, 256), (1, 4, 512)])
+def test_vllm_small_paged(batch, next_n, ctx, heads):
+    inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, 128, 64, ctx, seed=5, device="cuda")
+    ref = fp8_paged_mqa_logits_reference(**inputs, compute_dtype=torch.float64)
+    check_against(fp8_paged_mqa_logits(**inputs), ref, bar=1e-5)
+
+
+# (B, next_n, H, D, block, max_model_len, lengths, 2-D, block stride)
+EDGES = [
+    (3, 1, 64, 128, 64, 4096, [1, 64, 4096], False, None),
+    (3, 3, 32, 128, 16, 1000, [1000, 17, 999], True, None),
+    (2, 4, 16, 64, 32, 777, [777, 4], False, 32 * 68 + 256),
+    (4, 2, 128, 128, 128, 3000, [129, 2999, 3000, 1], False, 128 * 132 + 128),
+    (2, 4, 64, 128, 64, 2048, [2048, 300], True, 64 * 132 + 4),
+]
+
+
+@pytest.mark.parametrize("edge", EDGES, ids=range(len(EDGES)))
+def test_paged_edge_cases(edge):
+    batch, next_n, heads, dim, bs, mml, lengths, lens_2d, stride = edge
+    inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, dim, bs, mml, torch.tensor(lengths), seed=6,
+                                          device="cuda", lens_2d=lens_2d, block_stride=stride)
+    ref = fp8_paged_mqa_logits_reference(**inputs, compute_dtype=torch.float64)
+    check_against(fp8_paged_mqa_logits(**inputs), ref, bar=1e-5)
+    check_against(fp8_paged_mqa_logits(**inputs, fp8_dot=False), ref, bar=1e-5)
+
+
+@pytest.mark.parametrize("heads", [16, 32])
+@pytest.mark.parametrize("m,n", [(64, 64), (128, 256), (256, 512)])
+def test_vllm_small_mqa(m, n, heads):
+    inputs = mqa_logits.make_inputs(m, n, heads, 128, seed=7, device="cuda", causal=False)
+    ref = fp8_mqa_logits_reference(**inputs, compute_dtype=torch.float64)
+    check_against(fp8_mqa_logits(**inputs), ref, bar=1e-5)
+    check_against(fp8_mqa_logits(**inputs, fp8_dot=False), ref, bar=1e-5)
+
+
+@pytest.mark.parametrize("skv", [8192, 32768])
+def test_deepgemm_prefill_shape(skv):
+    inputs = mqa_logits.make_inputs(2048, skv, 64, 128, seed=8, device="cuda", start_frac=0.0)
+    ref = fp8_mqa_logits_reference(**inputs)
+    out = torch.full((2048, skv), float("nan"), device="cuda")
+    fp8_mqa_logits(**inputs, out=out)
+    check_against(out, ref)
+    del ref
+    bits = out.view(torch.int32).clone()
+    for _ in range(20):
+        fp8_mqa_logits(**inputs, out=out)
+        assert torch.equal(out.view(torch.int32), bits)
+
+
+SWEEP_MQA = [MqaConfig(block_m=bm, block_n=bn, splits=1, num_warps=w, num_stages=st, reduce_dot=red)
+             for bm in (2, 4) for bn in (64, 128) for w in (4, 8) for st in (2, 3) for red in (False, True)]
+
+
+@pytest.mark.parametrize("cfg", SWEEP_MQA, ids=str)
+def test_mqa_launch_variants(cfg):
+    inputs = mqa_logits.make_inputs(200, 1000, 64, 128, seed=9, device="cuda", causal=False)
+    ref = fp8_mqa_logits_reference(**inputs)
+    check_against(fp8_mqa_logits(**inputs, config=cfg), ref)
+    raw = torch.full((200, 1000), float("nan"), device="cuda")
+    fp8_mqa_logits(**inputs, config=cfg, clean_logits=False, out=raw)
+    assert torch.isnan(raw[~torch.isfinite(ref)]).all()
+
+
+def _capture_and_replay(fn, make, outputs_of, bitwise=True):
+    """Capture ``fn(**inputs_a)``, copy inputs_b's values in, replay, and compare with eager on inputs_b."""
+    a, b = make(0), make(1)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn(**a)  # compile outside the capture
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = fn(**a)
+    for key, value in b.items():
+        if isinstance(value, torch.Tensor):
+            a[key].copy_(value)
+        elif isinstance(value, tuple):
+            for dst, src in zip(a[key], value):
+                dst.copy_(src)
+    static_out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    eager = fn(**b)
+    if bitwise:
+        assert torch.equal(static_out.view(torch.int32), eager.view(torch.int32))
+    check_against(static_out, outputs_of(b))
+
+
+@pytest.mark.parametrize("lens_2d", [False, True])
+def test_paged_capture_replays_new_lengths_and_blocks(lens_2d):
+    make = lambda seed: paged_mqa_logits.make_inputs(4, 2, 64, 128, 64, 5000, seed=seed, device="cuda",  # noqa: E731
+                                                     lens_2d=lens_2d)
+    _capture_and_replay(fp8_paged_mqa_logits, make, lambda i: fp8_paged_mqa_logits_reference(**i))
+
+
+def test_mqa_capture_replays_new_ranges():
+    make = lambda seed: mqa_logits.make_inputs(96, 700, 64, 128, seed=seed, device="cuda", causal=False)  # noqa: E731
+    _capture_and_replay(fp8_mqa_logits, make, lambda i: fp8_mqa_logits_reference(**i))
+
+
+def test_references_capture():
+    make = lambda seed: paged_mqa_logits.make_inputs(3, 2, 16, 64, 16, 300, seed=seed, device="cuda")  # noqa: E731
+    _capture_and_replay(fp8_paged_mqa_logits_reference, make, lambda i: fp8_paged_mqa_logits_reference(**i),
+                        bitwise=False)
+    make = lambda seed: mqa_logits.make_inputs(40, 90, 16, 64, seed=seed, device="cuda", causal=False)  # noqa: E731
+    _capture_and_replay(fp8_mqa_logits_reference, make, lambda i: fp8_mqa_logits_reference(**i), bitwise=False)

@@ -1,0 +1,162 @@
+"""graphcheck.check on the CPU: invariance, output cross-check, case errors, the Report."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import graphcheck
+from graphcheck.api import Report, check
+
+
+def _line_of(fn, needle):
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, l in enumerate(lines) if needle in l)
+
+
+@triton.jit
+def _copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+def _inputs(seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return {"x": torch.randn(32, generator=g).to(device), "out": torch.empty(32, device=device),
+            "k": seed % 3}
+
+
+def copy_full(x, out, k):
+    _copy[(2,)](x, out, 32, BLOCK=16)
+
+
+def copy_half(x, out, k):
+    _copy[(1,)](x, out, 32, BLOCK=16)
+
+
+def copy_shifted(x, out, k):
+    _copy[(1,)](x[k * 4:], out, 16, BLOCK=16)
+    out[16:].zero_()
+
+
+def copy_branchy(x, out, k):
+    if k == 1:
+        out.zero_()
+    _copy[(2,)](x, out, 32, BLOCK=16)
+
+
+def copy_noisy(x, out, k):
+    _copy[(2,)](x, out, 32, BLOCK=16)
+    out.add_(torch.rand(32))
+
+
+def copy_raises(x, out, k):
+    raise ValueError("boom")
+
+
+def copy_nan(x, out, k):
+    _copy[(2,)](x, out, 32, BLOCK=16)
+    out[0] = float("nan")
+    out[1] = float("-inf")
+
+
+def _case(fn, **kw):
+    return graphcheck.Case(fn.__name__, fn, _inputs, outputs=["out"], **kw)
+
+
+def test_clean_case_report():
+    report = check(_case(copy_full), gpu="off")
+    assert isinstance(report, Report)
+    assert report.case == "copy_full" and report.ok and report.findings == []
+    assert report.layers == {"trace": "pass", "capture": "skipped: gpu='off': capture layer skipped"}
+    assert report.skipped == ["gpu='off': capture layer skipped"]
+    assert report.to_dict()["ok"] is True
+
+
+def test_unwritten_output_is_gc505_at_the_launch():
+    report = check(_case(copy_half), gpu="off", examples=2)
+    (finding,) = report.findings
+    assert finding.code == "GC505" and finding.line == _line_of(copy_half, "_copy[")
+    assert finding.evidence["count"] == 16 and finding.evidence["first_index"] == [16]
+
+
+def test_legitimate_nan_and_inf_outputs_are_not_poison():
+    assert check(_case(copy_nan), gpu="off", examples=2).findings == []
+
+
+def test_nondeterministic_output_is_gc504():
+    report = check(_case(copy_noisy), gpu="off", examples=2)
+    assert [f.code for f in report.findings] == ["GC504"]
+    assert report.findings[0].severity == graphcheck.Severity.WARNING
+    assert not report.ok
+
+
+def test_pointer_offset_that_depends_on_values_is_gc407():
+    report = check(_case(copy_shifted), gpu="off", examples=3)
+    codes = {(f.code, f.line) for f in report.findings}
+    assert ("GC407", _line_of(copy_shifted, "_copy[")) in codes
+    (f,) = [f for f in report.findings if f.code == "GC407"]
+    assert f.evidence["argument"] == "x_ptr" and f.evidence["values"] == {"0": ["x", 0], "1": ["x", 16], "2": ["x", 32]}
+
+
+def test_value_dependent_op_sequence_is_gc405():
+    report = check(_case(copy_branchy), gpu="off", examples=3)
+    assert [f.code for f in report.findings] == ["GC405"]
+    assert report.findings[0].path == __file__
+
+
+def test_exception_in_case_is_gc004_at_the_raising_line():
+    report = check(_case(copy_raises), gpu="off")
+    (f,) = report.findings
+    assert f.code == "GC004" and f.line == _line_of(copy_raises, "raise ValueError")
+    assert "boom" in f.message and report.layers["trace"] == "fail"
+
+
+def test_make_inputs_error_is_gc004():
+    def bad_inputs(seed, device):
+        return {"x": torch.empty(3, device=device), "missing": 1}
+
+    case = graphcheck.Case("bad_inputs", copy_full, bad_inputs, outputs=["out"])
+    (f,) = check(case, gpu="off").findings
+    assert f.code == "GC004" and "make_inputs" in f.message
+
+
+def test_returned_outputs_are_cross_checked():
+    def make(seed, device):
+        return {"x": torch.randn(8, generator=torch.Generator().manual_seed(seed))}
+
+    stable = graphcheck.Case("stable", lambda x: (x * 2, {"s": x.sum()}), make)
+    noisy = graphcheck.Case("noisy", lambda x: x + torch.rand(8), make)
+    assert check(stable, gpu="off").findings == []
+    assert [f.code for f in check(noisy, gpu="off").findings] == ["GC504"]
+
+
+def test_gpu_on_without_cuda_raises_and_auto_skips_capture():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(RuntimeError, match="no CUDA device"):
+        check(_case(copy_full), gpu="on")
+    report = check(_case(copy_full), gpu="auto", examples=2)
+    assert report.skipped == ["no CUDA device: capture layer skipped"]
+    assert report.layers["capture"] == "skipped: no CUDA device: capture layer skipped"
+
+
+def test_cpu_ok_false_skips_the_trace_layer_on_cpu():
+    report = check(_case(copy_full, cpu_ok=False), gpu="off")
+    assert report.findings == [] and report.layers["trace"].startswith("skipped: ")
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        check(_case(copy_full), gpu="maybe")
+    with pytest.raises(TypeError):
+        check(copy_full)
+
+
+def test_graphcheck_check_is_the_public_name():
+    assert graphcheck.check is check and graphcheck.Report is Report
