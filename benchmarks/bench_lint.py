@@ -50,13 +50,18 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", metavar="OUT", help="also write the results as JSON")
     args = parser.parse_args()
+    torch_version = None
     if args.path is None:
-        import torch
+        # locate torch without importing it: an import would inflate this process's peak RSS,
+        # which the measured child processes inherit across exec on Linux
+        import importlib.metadata
+        import importlib.util
 
-        args.path = os.path.dirname(torch.__file__)
-        torch_version = torch.__version__
-    else:
-        torch_version = None
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.origin:
+            parser.error("torch is not installed; pass --path")
+        args.path = os.path.dirname(spec.origin)
+        torch_version = importlib.metadata.version("torch")
 
     rows = []
     for all_functions in (False, True):

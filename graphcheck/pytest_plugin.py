@@ -1,1 +1,289 @@
-"""graphcheck's pytest plugin (being built). Imports nothing heavy at import time."""
+"""graphcheck's pytest plugin (loaded through the ``pytest11`` entry point).
+
+- ``pytest --graphcheck`` adds one test item per declared case and layer:
+  ``path/to/ops.py::<case>[trace]`` and ``...::<case>[capture]``. Cases come
+  from the modules named by ``--graphcheck-paths`` / the ``graphcheck_paths``
+  ini option (module names, files or directories), by default from every
+  Python file under the rootdir that declares ``GRAPHCHECK_CASES`` or
+  ``graphcheck_cases`` (test files, conftest files, virtual environments and
+  build folders aside).
+- ``--graphcheck-gpu=auto|off|required``: without CUDA, ``auto`` skips the
+  capture items with a reason, ``required`` fails them, ``off`` skips them.
+- The ``graphcheck`` fixture: ``graphcheck.check(...)`` and
+  ``graphcheck.assert_safe(...)`` with the session's GPU mode.
+
+Importing this module imports nothing heavy (no torch, no triton): pytest loads
+it in every session of every project where graphcheck is installed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+LAYERS = ("trace", "capture")
+_GPU_CHOICES = ("auto", "off", "required")
+_SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", "build", "dist",
+                        ".tox", ".nox", ".eggs", ".graphcheck_cache", ".pytest_cache", "site-packages"})
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("graphcheck", "CUDA-graph safety checks (graphcheck)")
+    group.addoption("--graphcheck", action="store_true", default=False,
+                    help="collect the declared graphcheck cases (GRAPHCHECK_CASES / graphcheck_cases()) as test "
+                         "items, one per case and layer")
+    group.addoption("--graphcheck-paths", action="append", default=None, metavar="TARGETS",
+                    help="module names, files or directories holding declared cases (comma-separated, repeatable; "
+                         "default: the graphcheck_paths ini option, else every file under the rootdir that "
+                         "declares cases)")
+    group.addoption("--graphcheck-gpu", choices=_GPU_CHOICES, default=None,
+                    help="capture layer: auto (run where CUDA exists, else skip with a reason; default), off (skip), "
+                         "required (fail without CUDA)")
+    group.addoption("--graphcheck-examples", type=int, default=None, metavar="N",
+                    help="input seeds per case whose launch plans are compared (default 4)")
+    parser.addini("graphcheck_paths", type="linelist", default=[],
+                  help="graphcheck: module names, files or directories holding declared cases")
+    parser.addini("graphcheck_gpu", default="auto", help="graphcheck: default for --graphcheck-gpu")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "graphcheck: a graphcheck case item (added by pytest --graphcheck)")
+
+
+def _gpu_mode(config: pytest.Config) -> str:
+    mode = config.getoption("graphcheck_gpu") or config.getini("graphcheck_gpu") or "auto"
+    if mode not in _GPU_CHOICES:
+        raise pytest.UsageError(f"graphcheck_gpu must be one of {', '.join(_GPU_CHOICES)}, got {mode!r}")
+    return mode
+
+
+def _examples(config: pytest.Config) -> int:
+    n = config.getoption("graphcheck_examples")
+    return 4 if n is None else max(2, n)
+
+
+_cuda: bool | None = None
+
+
+def _cuda_available() -> bool:
+    global _cuda
+    if _cuda is None:
+        from graphcheck.audit import cuda_available
+
+        _cuda = cuda_available()
+    return _cuda
+
+
+# --- collection -------------------------------------------------------------------------
+
+
+def _is_test_file(path: Path, config: pytest.Config) -> bool:
+    if path.name == "conftest.py":
+        return True
+    return any(fnmatch.fnmatch(path.name, pattern) for pattern in config.getini("python_files"))
+
+
+def _default_sources(config: pytest.Config) -> list[str]:
+    """Files under the rootdir that textually declare cases (nothing imported to find them)."""
+    from graphcheck.audit import _case_source_for_file, declares_cases
+
+    root = Path(config.rootpath)
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames
+                             if d not in _SKIP_DIRS and not d.startswith(".")
+                             and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg")))
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if name.endswith(".py") and not _is_test_file(path, config) and declares_cases(path):
+                found.append(_case_source_for_file(path))
+    return found
+
+
+def _configured_sources(config: pytest.Config) -> list[str]:
+    from graphcheck.audit import TargetError, resolve_target
+
+    given: list[str] = []
+    for value in config.getoption("graphcheck_paths") or config.getini("graphcheck_paths"):
+        given += [v.strip() for v in value.split(",") if v.strip()]
+    if not given:
+        return _default_sources(config)
+    sources: list[str] = []
+    for target in given:
+        candidate = target if os.path.isabs(target) or not os.path.exists(Path(config.rootpath) / target) \
+            else str(Path(config.rootpath) / target)
+        try:
+            sources += resolve_target(candidate).case_sources
+        except TargetError as exc:
+            raise pytest.UsageError(f"--graphcheck-paths: {exc}") from None
+    return list(dict.fromkeys(sources))
+
+
+def _source_path(source: str) -> Path:
+    if source.endswith(".py") or os.path.sep in source:
+        return Path(source).resolve()
+    import importlib.util
+
+    spec = importlib.util.find_spec(source)
+    return Path(spec.origin).resolve() if spec and spec.origin else Path(source)
+
+
+class GraphcheckFile(pytest.File):
+    """The declared cases of one kernel module."""
+
+    source: str = ""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from graphcheck.discovery import discover
+
+        interpret = True if _gpu_mode(self.config) == "off" else None
+        found = discover(self.source, interpret=interpret)
+        if found.findings:
+            yield DeclarationItem.from_parent(self, name="[declaration]", findings=found.findings)
+        for _, case in found.cases:
+            for layer in LAYERS:
+                yield CaseItem.from_parent(self, name=f"{case.name}[{layer}]", case=case, layer=layer)
+
+
+class GraphcheckFailure(Exception):
+    """A graphcheck item failed; the message is the rendered report."""
+
+
+class DeclarationItem(pytest.Item):
+    """A module whose cases could not be loaded (import error, bad declaration)."""
+
+    def __init__(self, *, findings: list, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.findings = findings
+
+    def runtest(self) -> None:
+        from graphcheck.report import render
+
+        raise GraphcheckFailure("graphcheck: the cases of this module could not be loaded\n\n"
+                                + render(self.findings, "text", color=False))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, GraphcheckFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"graphcheck declarations in {self.parent.source}"
+
+
+class CaseItem(pytest.Item):
+    """One layer of one declared case."""
+
+    def __init__(self, *, case: Any, layer: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.layer = layer
+        self.add_marker("graphcheck")
+
+    def runtest(self) -> None:
+        from graphcheck.assertions import format_report
+        from graphcheck.findings import Severity, at_or_above
+
+        report = run_layer(self.case, self.layer, _gpu_mode(self.config), _examples(self.config))
+        if at_or_above(report.findings, Severity.WARNING):
+            raise GraphcheckFailure(format_report(report))
+        status = report.layers.get(self.layer, "")
+        if status.startswith("skipped"):
+            pytest.skip(status.partition(":")[2].strip() or status)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, GraphcheckFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"graphcheck {self.case.name} [{self.layer}]"
+
+
+def run_layer(case: Any, layer: str, gpu: str, examples: int) -> Any:
+    """A :class:`graphcheck.Report` holding ``layer`` only (the layer modules, called the way ``check`` does)."""
+    from graphcheck.api import Report
+
+    report = Report(case=case.name)
+    cuda = gpu != "off" and _cuda_available()
+    if layer == "trace":
+        from graphcheck.trace.runner import run_trace
+
+        trace = run_trace(case, device="cuda" if cuda else "cpu", examples=examples)
+        report.findings, report.skipped = list(trace.findings), list(trace.skipped)
+        if trace.skipped and not trace.recorders:
+            report.layers["trace"] = f"skipped: {trace.skipped[0]}"
+        else:
+            report.layers["trace"] = "fail" if trace.findings else "pass"
+        return report
+    if gpu == "off":
+        report.layers["capture"] = "skipped: --graphcheck-gpu=off: capture layer skipped"
+        return report
+    if not cuda:
+        if gpu == "required":
+            pytest.fail("--graphcheck-gpu=required, but no CUDA device is available", pytrace=False)
+        report.layers["capture"] = "skipped: no CUDA device: capture layer skipped"
+        return report
+    from graphcheck.capture import check_capture
+
+    found, skipped = check_capture(case, examples=examples)
+    report.findings, report.skipped = list(found), list(skipped)
+    if skipped and not found:
+        report.layers["capture"] = f"skipped: {skipped[0]}"
+    else:
+        report.layers["capture"] = "fail" if found else "pass"
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    # tryfirst: the added items must exist before -k / -m selection and xdist see the list
+    if not config.getoption("graphcheck"):
+        return
+    seen = {item.nodeid for item in items}
+    for source in _configured_sources(config):
+        node = GraphcheckFile.from_parent(session, path=_source_path(source))
+        node.source = source
+        for item in node.collect():
+            if item.nodeid not in seen:
+                seen.add(item.nodeid)
+                items.append(item)
+
+
+# --- the fixture -----------------------------------------------------------------------
+
+
+class GraphcheckFixture:
+    """What the ``graphcheck`` fixture gives a test: the checks, with the session's GPU mode."""
+
+    def __init__(self, gpu: str, examples: int) -> None:
+        self.gpu = gpu
+        self.examples = examples
+
+    def check(self, case_or_fn: Any, make_inputs: Any = None, **options: Any) -> Any:
+        """Run :func:`graphcheck.check` on a Case (or a function and its ``make_inputs``); returns the Report."""
+        from graphcheck.api import check
+        from graphcheck.assertions import as_case
+        from graphcheck.audit import check_gpu_mode
+
+        gpu = options.pop("gpu", self.gpu)
+        examples = options.pop("examples", self.examples)
+        return check(as_case(case_or_fn, make_inputs, **options), gpu=check_gpu_mode(gpu), examples=examples)
+
+    def assert_safe(self, case_or_fn: Any, make_inputs: Any = None, **options: Any) -> Any:
+        """:func:`graphcheck.assert_graph_safe` with the session's GPU mode."""
+        from graphcheck.assertions import assert_graph_safe
+
+        options.setdefault("gpu", self.gpu)
+        options.setdefault("examples", self.examples)
+        return assert_graph_safe(case_or_fn, make_inputs, **options)
+
+
+@pytest.fixture
+def graphcheck(request: pytest.FixtureRequest) -> GraphcheckFixture:
+    """Check kernel wrappers from a test: ``graphcheck.assert_safe(case)`` or ``graphcheck.check(fn, make_inputs)``."""
+    return GraphcheckFixture(_gpu_mode(request.config), _examples(request.config))

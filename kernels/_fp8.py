@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import functools
-import os
 
 import torch
 import triton
@@ -18,11 +17,6 @@ import triton.language as tl
 FP8_MAX = 448.0
 #: keys whose per-token amax is below this are scaled as if it were this
 AMAX_FLOOR = 1e-4
-
-
-def interpreting() -> bool:
-    """True when Triton runs kernels on the CPU (``TRITON_INTERPRET=1``)."""
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 @functools.lru_cache(maxsize=None)
@@ -160,10 +154,12 @@ def score_tile(k, q_t, w, ROWS: tl.constexpr, H: tl.constexpr, GN: tl.constexpr,
     s = tl.dot(k, q_t)
     s = tl.maximum(s, 0.0) * w[None, :]
     if REDUCE_DOT:
-        # Σ over each group of H columns as a second (tf32) dot with a 0/1 matrix.
+        # Σ over each group of H columns as a second dot with a 0/1 matrix (3xTF32: near-fp32 precision).
         c = tl.arange(0, ROWS * H)
         g = ((c[:, None] // H) == tl.arange(0, GN)[None, :]).to(tl.float32)
-        r = tl.dot(s, g, input_precision="tf32")
+        r = tl.dot(s, g, input_precision="tf32x3")
+    elif ROWS == 1:
+        r = tl.sum(s, axis=1)[:, None]
     else:
         r = tl.sum(tl.reshape(s, [s.shape[0], ROWS, H]), axis=2)
     return r

@@ -43,8 +43,8 @@ _LAYOUTS = ("auto", "hn", "nh")
 # LIMIT_MODE values: how the kernel learns prefill_tokens_with_context
 _LIMIT_NONE, _LIMIT_INT, _LIMIT_PTR = 0, 1, 2
 
-# grid programs below which rows per program are halved (small N still fills the GPU)
-_MIN_PROGRAMS = 1024
+# fewest grid programs worth having before rows per program shrink (small N still fills the GPU)
+_MIN_PROGRAMS = 512
 
 
 @triton.jit
@@ -164,15 +164,25 @@ _CONSTEXPR_ORDER = ("HEAD_SIZE", "BLOCK_D", "ROWS", "HEAD_MAJOR", "HAS_OUT_LSE",
 
 def default_config(num_tokens: int, num_heads: int, head_size: int, dtype: torch.dtype,
                    layout: str) -> tuple[int, int, bool]:
-    """Shape-only launch heuristic: (rows per program, num_warps, head_major)."""
+    """Shape-only launch heuristic: (rows per program, num_warps, head_major).
+
+    About 8 KiB of each input per program when the problem is large; fewer rows
+    (8, then 1) when that would leave fewer than ``_MIN_PROGRAMS`` programs. The
+    row count takes only these three values per head size so that a sweep of
+    shapes compiles few variants.
+    """
     elem = dtype.itemsize
     vec = max(1, 16 // elem)  # elements per 16-byte access
     block_d = triton.next_power_of_2(max(1, head_size))
-    target = 8192 // elem  # about 8 KiB of each input per program
-    rows = max(1, min(64, target // block_d))
+    target = max(1, min(64, (8192 // elem) // block_d))
     n_rows = num_tokens * num_heads
-    while rows > 1 and -(-n_rows // rows) < _MIN_PROGRAMS:
-        rows //= 2
+    small = min(8, target)
+    if -(-n_rows // target) >= _MIN_PROGRAMS:
+        rows = target
+    elif -(-n_rows // small) >= _MIN_PROGRAMS:
+        rows = small
+    else:
+        rows = 1
     num_warps = max(1, min(8, (rows * block_d) // (vec * 32 * 4)))
     return rows, num_warps, layout == "hn"
 

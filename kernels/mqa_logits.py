@@ -16,8 +16,8 @@ import torch
 import triton
 import triton.language as tl
 
-from . import _fp8
-from ._fp8 import decode_e4m3, score_tile
+from graphcheck.kernels import _fp8
+from graphcheck.kernels._fp8 import decode_e4m3, score_tile
 
 __all__ = ["fp8_mqa_logits", "fp8_mqa_logits_reference", "graphcheck_cases", "MqaConfig"]
 

@@ -17,8 +17,8 @@ import torch
 import triton
 import triton.language as tl
 
-from . import _fp8
-from ._fp8 import decode_e4m3, score_tile
+from graphcheck.kernels import _fp8
+from graphcheck.kernels._fp8 import decode_e4m3, score_tile
 
 __all__ = ["fp8_paged_mqa_logits", "fp8_paged_mqa_logits_reference", "graphcheck_cases", "PagedConfig"]
 
@@ -39,8 +39,9 @@ def default_config(batch: int, next_n: int, heads: int, block_size: int, max_mod
                    device: torch.device) -> PagedConfig:
     rows = min(triton.next_power_of_2(next_n), max(1, 128 // heads))
     row_tiles = triton.cdiv(next_n, rows)
-    # Enough programs for about 4 per SM, but no more splits than blocks a row can hold.
-    target = 4 * _fp8.sm_count(device)
+    # About 8 programs per SM: several waves, so the scheduler evens out requests of
+    # different lengths; no more splits than blocks a row can hold.
+    target = 8 * _fp8.sm_count(device)
     splits = max(1, min(triton.cdiv(target, batch * row_tiles), triton.cdiv(max_model_len, block_size)))
     return PagedConfig(rows=rows, splits=splits, num_warps=4 if rows * heads <= 64 else 8, num_stages=3)
 

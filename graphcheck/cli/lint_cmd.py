@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 
 from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
@@ -92,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"graphcheck lint: skipped {skipped}: not a Python or CUDA C++ file", file=sys.stderr)
 
     to_terminal = args.output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    report = render(result.findings, args.format, summary=summary, color=to_terminal and args.format == "text")
+    width = shutil.get_terminal_size().columns if to_terminal else None
+    report = render(result.findings, args.format, summary=summary, color=to_terminal and args.format == "text",
+                    width=width)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as fh:

@@ -205,6 +205,8 @@ def _function_name(text: str, brace: int) -> str | None:
             j = _skip_ws_back(text, open_k - 1)
             if j >= 0 and text[j] == "]":
                 return None  # lambda with parameters
+            if j >= 0 and text[j] == ">":  # an explicit specialization: f<float>(...)
+                j = _skip_template_back(text, j)
             name, before = _word_back(text, j)
             if not name or name in _CONTROL:
                 return None
@@ -372,25 +374,28 @@ def _launch_close(text: str, start: int) -> int:
     return -1
 
 
+def _skip_template_back(text: str, k: int) -> int:
+    """From the ``>`` closing template arguments at k, the index just before the matching ``<``."""
+    depth = 0
+    j = k
+    while j >= 0 and k - j < 2000:
+        if text[j] == ">":
+            depth += 1
+        elif text[j] == "<":
+            depth -= 1
+            if depth == 0:
+                return _skip_ws_back(text, j - 1)
+        elif text[j] in ";{}":
+            return k
+        j -= 1
+    return k
+
+
 def _kernel_name(text: str, lt: int) -> tuple[str, int]:
     """The kernel expression before ``<<<`` at ``lt``: (name, start index)."""
     k = _skip_ws_back(text, lt - 1)
     if k >= 0 and text[k] == ">":  # template arguments k<T, 4>
-        depth = 0
-        j = k
-        while j >= 0 and k - j < 2000:
-            if text[j] == ">":
-                depth += 1
-            elif text[j] == "<":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif text[j] in ";{}":
-                j = -1
-                break
-            j -= 1
-        if j > 0:
-            k = _skip_ws_back(text, j - 1)
+        k = _skip_template_back(text, k)
     name, before = _word_back(text, k)
     if not name:
         return "", lt

@@ -32,6 +32,7 @@ from graphcheck.lint.values import FunctionFacts, is_builtin, is_cpu_device
 _PRECHECK_TOKENS = ("triton", "torch.library", "custom_op", "register_kernel", "capturable", ".impl(")
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+\S+[ \t]+)?import[ \t]+\(?([^\n#]+)", re.M)
 _TEXT_LIMIT = 60
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 # torch functions by the rule they break; matched on the resolved dotted name.
 _NONZERO = {"torch.nonzero", "torch.argwhere"}
@@ -97,7 +98,7 @@ def _may_be_reachable(source: str, entry_points: Sequence[str]) -> bool:
                     names.add(words[-1].strip("()").split(".")[0])
         names.discard("")
         if names:
-            pattern = r"\b(?:%s)(?:\.\w+)*\s*\[[^\]\n]*\]\s*\(" % "|".join(map(re.escape, sorted(names)))
+            pattern = r"\b(?:%s)(?:\.\w+)*\s*\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\s*\(" % "|".join(map(re.escape, sorted(names)))
             if re.search(pattern, source):
                 return True
     for entry in entry_points:
@@ -117,7 +118,7 @@ class _Linter:
     def __init__(self, tree: ast.Module, source: str, path: str, all_functions: bool,
                  entry_points: Sequence[str]) -> None:
         self.source = source
-        self.lines = source.splitlines()
+        self.lines = _LINE_BREAK.split(source)  # the line breaks the tokenizer knows, unlike splitlines()
         self.path = path
         self.index = ModuleIndex(tree, source)
         self.all_functions = all_functions
@@ -255,7 +256,6 @@ class _FunctionChecker:
         qual = self.aliases.resolve(func)
         attr = func.attr if isinstance(func, ast.Attribute) else None
         method = attr is not None and qual is None  # a method call on a value, not a module function
-        text = None
 
         kind = facts.sync_kind(node)
         if kind == "GC101":

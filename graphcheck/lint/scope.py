@@ -62,6 +62,7 @@ class FuncInfo:
     parent: "FuncInfo | None"
     children: list["FuncInfo"] = dataclasses.field(default_factory=list)
     is_kernel: bool = False
+    root_reason: str | None = None  # why a decorator makes it capture-reachable
     _own: list[ast.AST] | None = None
 
     @property
@@ -81,7 +82,7 @@ def iter_own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
     Nested functions and classes are separate scopes and are skipped; the
     function's parameter defaults and decorators belong to the enclosing scope.
     """
-    stack: list[ast.AST] = list(reversed(fn.body))  # type: ignore[attr-defined]
+    stack: list[ast.AST] = list(reversed(fn.body))
     while stack:
         node = stack.pop()
         yield node
@@ -134,9 +135,7 @@ class ModuleIndex:
                     func.children.append(info)
                 elif cls is None:
                     self.module_funcs[stmt.name] = info
-                if cls is not None and func is None:
-                    self.class_methods.setdefault(cls, {})[stmt.name] = info
-                elif cls is not None and func is not None:
+                if cls is not None:
                     self.class_methods.setdefault(cls, {})[stmt.name] = info
                 inner = prefix + stmt.name + ".<locals>."
                 stack.extend((s, inner, info, None, info.owner_class) for s in reversed(stmt.body))
@@ -196,7 +195,6 @@ class ModuleIndex:
                     self._registered.append((kw.value.id, f"is registered with {qual}"))
 
     def _classify_decorators(self, info: FuncInfo) -> None:
-        info.root_reason = None  # type: ignore[attr-defined]
         kinds = []
         for dec in info.node.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
@@ -205,19 +203,19 @@ class ModuleIndex:
                 kinds.append(TRITON_DECORATORS[qual])
                 continue
             if qual in _CUSTOM_OP:
-                info.root_reason = f"is registered as a custom op with {qual}"  # type: ignore[attr-defined]
+                info.root_reason = f"is registered as a custom op with {qual}"
             elif qual in _LIB_IMPL:
                 if not (isinstance(dec, ast.Call) and _host_only_keys(dec, skip=1)):
-                    info.root_reason = f"is registered with {qual}"  # type: ignore[attr-defined]
+                    info.root_reason = f"is registered with {qual}"
             elif qual is not None and qual.startswith("graphcheck") and qual.endswith(".capturable"):
-                info.root_reason = "is marked @graphcheck.capturable"  # type: ignore[attr-defined]
+                info.root_reason = "is marked @graphcheck.capturable"
             elif isinstance(dec, ast.Call) and isinstance(target, ast.Attribute):
                 owner = target.value
                 if target.attr == "impl" and isinstance(owner, ast.Name) and owner.id in self.libraries:
                     if not _host_only_keys(dec, skip=1):
-                        info.root_reason = f"is registered with {owner.id}.impl"  # type: ignore[attr-defined]
+                        info.root_reason = f"is registered with {owner.id}.impl"
                 elif target.attr == "register_kernel" and not _host_only_keys(dec, skip=0):
-                    info.root_reason = "is registered as a custom op kernel with register_kernel"  # type: ignore[attr-defined]
+                    info.root_reason = "is registered as a custom op kernel with register_kernel"
         if kinds:
             info.is_kernel = True
             if info.parent is None and not info.is_method:
@@ -251,7 +249,7 @@ class ModuleIndex:
         for info in self.functions:
             if info.is_kernel:
                 continue
-            reason = getattr(info, "root_reason", None)
+            reason = info.root_reason
             if reason is None and info.parent is None and not info.is_method and info.name in registered:
                 reason = registered[info.name]
             if reason is None and any(_entry_matches(e, info.qualname) for e in entries):
@@ -348,7 +346,7 @@ class ModuleIndex:
         return False
 
     def launched_kernel_name(self, call: ast.Call) -> str:
-        base = call.func.value  # type: ignore[attr-defined]
+        base = call.func.value
         parts = []
         while isinstance(base, ast.Attribute):
             parts.append(base.attr)
@@ -358,7 +356,7 @@ class ModuleIndex:
         return ".".join(reversed(parts)) or "<kernel>"
 
     def launched_kernel(self, call: ast.Call) -> KernelInfo | None:
-        base = call.func.value  # type: ignore[attr-defined]
+        base = call.func.value
         if isinstance(base, ast.Name):
             return self.kernels.get(base.id)
         return None
@@ -425,7 +423,7 @@ def _launch_candidate_lines(source: str) -> list[int]:
 
 
 def _has_candidate(lines: list[int], node: ast.AST) -> bool:
-    start = node.lineno  # type: ignore[attr-defined]
+    start = node.lineno
     end = getattr(node, "end_lineno", None) or start
     i = bisect.bisect_left(lines, start)
     return i < len(lines) and lines[i] <= end

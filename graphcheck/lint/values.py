@@ -90,7 +90,6 @@ class FunctionFacts:
         self.aliases = index.aliases
         self.kinds: dict[str, set[str]] = {}
         self.host_origin: dict[str, ast.AST] = {}
-        self.values: dict[str, list[ast.expr]] = {}
         self._params(info.node)
         nodes = info.own_nodes()
         for node in nodes:
@@ -131,7 +130,6 @@ class FunctionFacts:
     def _bind(self, target: ast.AST, value: ast.expr) -> None:
         kinds = self.classify(value)
         if isinstance(target, ast.Name):
-            self.values.setdefault(target.id, []).append(value)
             for kind in kinds:
                 self._add(target.id, kind)
             if "host" in kinds and target.id not in self.host_origin:
@@ -220,7 +218,7 @@ class FunctionFacts:
         if qual is not None and qual.startswith("torch."):
             module, _, name = qual.rpartition(".")
             if qual.startswith("torch.ops."):
-                return True
+                return not any(part.startswith(_PREDICATE_PREFIXES[:-1]) for part in qual.split(".")[2:])
             return (module in _TENSOR_MODULES and name not in NON_TENSOR_TORCH and not name[:1].isupper()
                     and not name.startswith(_PREDICATE_PREFIXES))
         if isinstance(func, ast.Attribute):
@@ -327,6 +325,8 @@ class FunctionFacts:
                     continue
                 if not loop_only and self.sync_kind(node) is not None:
                     return "derives from a value synchronized to the host"
+                if not loop_only and self.tensor_call(node):
+                    return "is a tensor value"
             if isinstance(node, ast.Name):
                 kinds = self.kinds.get(node.id, ())
                 if "loop" in kinds:

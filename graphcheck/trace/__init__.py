@@ -6,9 +6,11 @@ source line (GC1xx, GC301), compares launch plans across inputs that differ only
 in values (GC4xx), and cross-checks outputs (GC504, GC505).
 
 Modules: ``frames`` (user-line attribution), ``syncops`` (which ops sync),
-``launches`` (Triton launch interception and the interpreter route),
-``recorder`` (the :class:`Recorder` context manager), ``invariance`` (launch-plan
-comparison), ``outputs`` (poisoning and determinism), ``runner`` (the layer).
+``patches`` (hooks for what the dispatcher never sees), ``launches`` (Triton
+launch interception and the interpreter route), ``recorder`` (the
+:class:`Recorder` context manager), ``invariance`` (launch-plan comparison),
+``outputs`` (poisoning and determinism), ``findings_util`` (findings from the
+rule catalog), ``runner`` (the layer).
 Nothing here imports torch or triton until it is used.
 """
 

@@ -11,6 +11,8 @@ last recorder exits.
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import threading
 from typing import Any, Callable
 
@@ -71,6 +73,13 @@ def _wrap(owner: Any, name: str, make: Callable[[Any], Callable]) -> None:
     setattr(owner, name, make(original))
 
 
+def _called_from_torch(frame: Any) -> bool:
+    import torch
+
+    root = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    return os.path.abspath(frame.f_code.co_filename).startswith(root)
+
+
 def _tensor_method(code: str, op: str, detail: str, only_cpu: bool = False):
     def make(original):
         @functools.wraps(original)
@@ -90,7 +99,9 @@ def _sync_function(op: str, detail: str, skip_without_cuda: bool):
     def make(original):
         @functools.wraps(original)
         def wrapper(*args, **kwargs):
-            _notify("GC110", op, detail)
+            # torch's own callers (torch.cuda.graph synchronizes before capture begins) are not the user's sync
+            if not _called_from_torch(sys._getframe(1)):
+                _notify("GC110", op, detail)
             if skip_without_cuda:
                 import torch
 

@@ -133,6 +133,7 @@ def run_trace(case: Case, device: str = "cpu", examples: int = 4) -> TraceResult
         route = interpreter_route()
     findings: list[Finding] = []
     runs: list[tuple[int, Recorder]] = []
+    first: Recorder | None = None
     with route:
         try:
             first, out_a, poisoned = _call(case, seeds[0], device, 0)
@@ -141,7 +142,7 @@ def run_trace(case: Case, device: str = "cpu", examples: int = 4) -> TraceResult
             for seed in seeds[1:]:
                 runs.append((seed, _call(case, seed, device, None)[0]))
         except _CaseFailed as failed:
-            done = ([(seeds[0], first)] if "first" in locals() else []) + runs
+            done = ([(seeds[0], first)] if first is not None else []) + runs
             return TraceResult(_sync_findings(done, case) + [failed.finding], [], done)
     findings += _sync_findings([(seeds[0], first)] + runs, case)
     findings += _compile_findings(first, second, case)

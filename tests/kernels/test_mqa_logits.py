@@ -42,8 +42,11 @@ def check_against(out: torch.Tensor, ref: torch.Tensor, cleaned: bool = True) ->
     valid = torch.isfinite(ref)
     assert valid.any(), "test inputs must have valid positions"
     assert not torch.isnan(out[valid]).any()
-    assert diff(out, ref, valid) < 1e-5  # the public bar is 1e-3; the kernel is far inside it
-    torch.testing.assert_close(out[valid], ref[valid].float(), rtol=1e-4, atol=1e-3)
+    # The public bar is diff < 1e-3. The interpreter's FP8 dot is exact, so it is held far tighter;
+    # Hopper's FP8 tensor cores accumulate with fewer bits, so a GPU gets a looser element-wise bound.
+    bar, rtol, atol = (1e-5, 1e-4, 1e-3) if DEVICE == "cpu" else (1e-4, 2e-3, 2e-2)
+    assert diff(out, ref, valid) < bar
+    torch.testing.assert_close(out[valid], ref[valid].float(), rtol=rtol, atol=atol)
     if cleaned:
         assert torch.equal(torch.isneginf(out), ~valid), "-inf mask differs from the validity mask"
 
@@ -183,7 +186,8 @@ def test_paged_fp8_and_decoded_paths_agree():
     b = fp8_paged_mqa_logits(**inputs, fp8_dot=False)
     valid = torch.isfinite(a)
     assert torch.equal(valid, torch.isfinite(b))
-    torch.testing.assert_close(a[valid], b[valid], rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(a[valid], b[valid], rtol=1e-5 if DEVICE == "cpu" else 2e-3,
+                               atol=1e-4 if DEVICE == "cpu" else 2e-2)
 
 
 @triton.jit

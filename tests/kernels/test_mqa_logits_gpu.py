@@ -92,7 +92,7 @@ def test_paged_launch_variants(cfg):
 def test_vllm_small_paged(batch, next_n, ctx, heads):
     inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, 128, 64, ctx, seed=5, device="cuda")
     ref = fp8_paged_mqa_logits_reference(**inputs, compute_dtype=torch.float64)
-    check_against(fp8_paged_mqa_logits(**inputs), ref, bar=1e-5)
+    check_against(fp8_paged_mqa_logits(**inputs), ref, bar=1e-4)
 
 
 # (B, next_n, H, D, block, max_model_len, lengths, 2-D, block stride)
@@ -111,8 +111,8 @@ def test_paged_edge_cases(edge):
     inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, dim, bs, mml, torch.tensor(lengths), seed=6,
                                           device="cuda", lens_2d=lens_2d, block_stride=stride)
     ref = fp8_paged_mqa_logits_reference(**inputs, compute_dtype=torch.float64)
-    check_against(fp8_paged_mqa_logits(**inputs), ref, bar=1e-5)
-    check_against(fp8_paged_mqa_logits(**inputs, fp8_dot=False), ref, bar=1e-5)
+    check_against(fp8_paged_mqa_logits(**inputs), ref, bar=1e-4)
+    check_against(fp8_paged_mqa_logits(**inputs, fp8_dot=False), ref, bar=1e-4)
 
 
 @pytest.mark.parametrize("heads", [16, 32])
@@ -120,8 +120,8 @@ def test_paged_edge_cases(edge):
 def test_vllm_small_mqa(m, n, heads):
     inputs = mqa_logits.make_inputs(m, n, heads, 128, seed=7, device="cuda", causal=False)
     ref = fp8_mqa_logits_reference(**inputs, compute_dtype=torch.float64)
-    check_against(fp8_mqa_logits(**inputs), ref, bar=1e-5)
-    check_against(fp8_mqa_logits(**inputs, fp8_dot=False), ref, bar=1e-5)
+    check_against(fp8_mqa_logits(**inputs), ref, bar=1e-4)
+    check_against(fp8_mqa_logits(**inputs, fp8_dot=False), ref, bar=1e-4)
 
 
 @pytest.mark.parametrize("skv", [8192, 32768])

@@ -142,3 +142,10 @@ def test_unbalanced_and_odd_input_does_not_crash():
                 "#define A \\", "x <<< y >>> z;"]:
         lint_cpp(src, "odd.cu")  # must not raise
 
+
+
+def test_function_names_for_specializations_methods_and_qualifiers():
+    src = ("template <> void run<float>(float* x) {\n  k<<<1, 1>>>(x);\n}\n"
+           "void Op::forward(float* x) const noexcept {\n  k<<<1, 1>>>(x);\n}\n"
+           "namespace ns {\nstruct S {\n  void go(float* x) override {\n    k<<<1, 1>>>(x);\n  }\n};\n}\n")
+    assert [(f.line, f.function) for f in lint(src)] == [(2, "run"), (5, "forward"), (10, "go")]

@@ -102,11 +102,14 @@ def test_robustness_each_bad_file_is_a_finding_and_the_rest_is_linted(tree):
 
 
 def test_generated_5mb_file_and_size_cap(tree):
-    line = "x = [" + ", ".join(str(i) for i in range(20)) + "]\n"
-    big = write(tree / "gen.py", line * (5 * 1024 * 1024 // len(line) + 1) + "t.item()\n")
+    # a generated table: long string constants, cheap to parse but over 5 MB
+    line = "ROW_%06d = '" + "ab" * 100 + "'\n"
+    body = "".join(line % i for i in range(5 * 1024 * 1024 // len(line % 0) + 1))
+    big = write(tree / "gen.py", body + "t.item()\n")
     assert big.stat().st_size > 5 * 1024 * 1024
     result = lint_paths(["gen.py"], Config(root=tree), use_cache=False)
-    assert [f.code for f in result.findings] == ["GC101"]
+    assert [(f.code, f.line) for f in result.findings] == [("GC101", body.count("\n") + 1)]
+    assert result.lines == body.count("\n") + 1
     capped = lint_paths(["gen.py"], Config(root=tree, max_file_size=1024 * 1024), use_cache=False)
     assert [f.code for f in capped.findings] == ["GC002"] and "too large" in capped.findings[0].message
 

@@ -115,3 +115,20 @@ def test_nested_recorders_both_see_events():
         x.tolist()
     assert [e.code for e in inner.sync_events] == ["GC101"]
     assert [e.code for e in outer.sync_events] == ["GC101", "GC103"]
+
+
+def test_host_tensor_read_is_not_a_sync_when_the_case_device_is_cuda():
+    # needs no GPU: the recorder only looks at the devices of the tensors it sees
+    n_host = torch.tensor([5])
+    with Recorder(device_type="cuda") as rec:
+        int(n_host[0])
+        n_host.tolist()
+    assert rec.sync_events == []
+
+
+def test_cpu_case_still_flags_host_reads():
+    n_host = torch.tensor([5])
+    with Recorder(device_type="cpu") as rec:
+        int(n_host[0])
+        n_host.tolist()
+    assert [e.code for e in rec.sync_events] == ["GC102", "GC103"]

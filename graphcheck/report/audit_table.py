@@ -1,0 +1,133 @@
+"""The audit report: one row per case and layer, then the findings as ``lint`` shows them.
+
+Text puts the case table first (what passed, failed or was skipped, and why),
+then every finding with its source line and hint (the shared text renderer).
+JSON is an object with the findings and the per-case rows; SARIF and GitHub
+annotations carry the findings only (their formats have no place for a pass).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any, Sequence
+
+from graphcheck.findings import Finding
+from graphcheck.report.summary import Summary, Table
+
+#: printed when a target declares no cases: a module a user can paste next to their kernel
+DECLARE_EXAMPLE = '''\
+import torch
+import graphcheck
+from graphcheck.inputs import rand_floats
+
+
+def graphcheck_cases():
+    def make_inputs(seed, device):  # same shapes for every seed, different values
+        x = rand_floats(seed, 1000, device=device)
+        return {"x": x, "out": torch.empty_like(x)}
+
+    return [graphcheck.Case("my_op", my_op, make_inputs, outputs=["out"])]
+'''
+
+_LAYERS = ("trace", "capture")
+
+
+def _status_and_reason(status: str) -> tuple[str, str]:
+    if status.startswith("skipped"):
+        return "skipped", status.partition(":")[2].strip()
+    return status, ""
+
+
+def case_rows(result) -> list[tuple[str, str, str, str]]:
+    """``(case, layer, result, detail)`` for each case of an :class:`graphcheck.audit.AuditResult`."""
+    rows = []
+    for case in result.cases:
+        report = case.report
+        for layer in _LAYERS:
+            if layer not in report.layers:
+                continue
+            status, detail = _status_and_reason(report.layers[layer])
+            if status == "fail":
+                codes = sorted({f.code for f in report.findings if f.layer == layer})
+                detail = ", ".join(codes)
+            rows.append((case.source, layer, status, detail))
+    return rows
+
+
+def case_table(result) -> Table:
+    return Table("Cases", ("case", "layer", "result", "detail"), case_rows(result))
+
+
+def _plain_table(table: Table) -> str:
+    widths = [len(c) for c in table.columns]
+    for row in table.rows:
+        widths = [max(w, len(str(cell))) for w, cell in zip(widths, row)]
+    fmt = "  ".join("{:<%d}" % w for w in widths)
+    lines = [table.title, fmt.format(*table.columns).rstrip()]
+    lines += [fmt.format(*[str(c) for c in row]).rstrip() for row in table.rows]
+    return "\n".join(lines) + "\n\n"
+
+
+def _rich_table(table: Table, width: int | None) -> str:
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    style = {"pass": "green", "fail": "bold red", "skipped": "yellow"}
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=width or 100, highlight=False)
+    rt = RichTable(title=table.title, title_justify="left")
+    for col in table.columns:
+        rt.add_column(col)
+    for case, layer, status, detail in table.rows:
+        rt.add_row(case, layer, f"[{style.get(status, '')}]{status}[/]", detail)
+    console.print(rt)
+    console.print()
+    return buf.getvalue()
+
+
+def notes(result, declare_hint: bool = True) -> list[str]:
+    out = []
+    counts = {"pass": 0, "fail": 0, "skipped": 0}
+    for _, _, status, _ in case_rows(result):
+        counts[status] = counts.get(status, 0) + 1
+    if result.cases:
+        out.append(f"cases: {len(result.cases)}  layers passed: {counts['pass']}  failed: {counts['fail']}  "
+                   f"skipped: {counts['skipped']}")
+    empty = [t.given for t in result.targets if not t.case_sources]
+    if empty and declare_hint:
+        out.append(f"no declared cases in: {', '.join(empty)} (lint only). To have graphcheck run a kernel "
+                   "wrapper, declare cases next to it, for example:\n\n" + DECLARE_EXAMPLE)
+    return out
+
+
+def to_dict(result) -> dict[str, Any]:
+    return {
+        "findings": [f.to_dict() for f in result.findings],
+        "cases": [{"source": c.source, "case": c.name, "ok": c.report.ok, "layers": dict(c.report.layers),
+                   "skipped": list(c.report.skipped), "seconds": round(c.seconds, 3)} for c in result.cases],
+        "targets": [{"target": t.given, "lint_paths": t.lint_paths, "case_sources": t.case_sources}
+                    for t in result.targets],
+        "files_checked": result.files_checked,
+        "seconds": round(result.seconds, 3),
+    }
+
+
+def render_audit(result, fmt: str = "text", *, color: bool = False, width: int | None = None,
+                 srcroot: str | None = None, declare_hint: bool = True) -> str:
+    """``result`` (an :class:`graphcheck.audit.AuditResult`) in ``fmt``; ``declare_hint`` adds the example
+    case declaration for targets that declare none (text only)."""
+    from graphcheck.report import render
+
+    findings: Sequence[Finding] = sorted(result.findings, key=Finding.sort_key)
+    if fmt == "json":
+        return json.dumps(to_dict(result), indent=2, default=str) + "\n"
+    if fmt != "text":
+        return render(findings, fmt, srcroot=srcroot)
+    table = case_table(result)
+    head = ""
+    if table.rows:
+        head = _rich_table(table, width) if color else _plain_table(table)
+    summary = Summary(files_checked=result.files_checked, lines=result.lines, seconds=result.seconds,
+                      notes=notes(result, declare_hint))
+    return head + render(findings, "text", summary=summary, color=color, width=width)

@@ -1,0 +1,137 @@
+"""The pytest plugin, driven through pytester in a throwaway kernel repository."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from kernel_repo import ITEM_LINE, OPS
+
+pytest_plugins = ("pytester",)
+
+_NO_CACHE = ("-p", "no:cacheprovider")
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.fixture
+def repo(pytester):
+    pytester.mkpydir("mykernels")
+    pytester.path.joinpath("mykernels", "ops.py").write_text(OPS)
+    pytester.makepyfile(test_plain="def test_plain():\n    assert 1 + 1 == 2\n")
+    return pytester
+
+
+def test_plugin_import_is_light():
+    code = ("import sys, graphcheck.pytest_plugin; "
+            "print(sorted(m for m in ('torch', 'triton', 'numpy', 'rich') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_without_the_flag_no_case_items(repo):
+    result = repo.runpytest_inprocess(*_NO_CACHE)
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.skipif("_cuda()")
+def test_collects_cases_without_configuration(repo):
+    result = repo.runpytest_inprocess("--graphcheck", "-rs", "-v", *_NO_CACHE)
+    # trace: safe and triton_safe pass, unsafe fails; capture: three skips without CUDA; plus test_plain
+    result.assert_outcomes(passed=3, failed=1, skipped=3)
+    out = result.stdout.str()
+    assert "mykernels/ops.py::unsafe[trace] FAILED" in out
+    assert "mykernels/ops.py::safe[trace] PASSED" in out
+    assert "mykernels/ops.py::triton_safe[trace] PASSED" in out
+    assert "mykernels/ops.py::safe[capture] SKIPPED" in out
+    assert "no CUDA device: capture layer skipped" in out
+    # the failure names the rule, the line and the fix
+    assert f"ops.py:{ITEM_LINE}:" in out and "GC101" in out
+    assert "s = x.sum().item()" in out
+    assert "hint: Keep the value on the device" in out
+
+
+@pytest.mark.skipif("_cuda()")
+def test_gpu_required_fails_capture_items(repo):
+    result = repo.runpytest_inprocess("--graphcheck", "--graphcheck-gpu=required", "-k", "safe and not unsafe",
+                                      *_NO_CACHE)
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(["*--graphcheck-gpu=required, but no CUDA device is available*"])
+
+
+def test_gpu_off_skips_capture_with_reason(repo):
+    result = repo.runpytest_inprocess("--graphcheck", "--graphcheck-gpu=off", "-rs", "-k", "capture", *_NO_CACHE)
+    result.assert_outcomes(skipped=3)
+    result.stdout.fnmatch_lines(["*--graphcheck-gpu=off: capture layer skipped*"])
+
+
+def test_paths_option_and_ini(repo):
+    repo.path.joinpath("other.py").write_text(OPS.replace('"safe"', '"other_safe"'))
+    result = repo.runpytest_inprocess("--graphcheck", "--graphcheck-paths=other.py", "-k", "trace", *_NO_CACHE)
+    result.assert_outcomes(passed=2, failed=1, deselected=4)
+    assert "other.py::other_safe[trace]" in result.stdout.str() or result.ret == 1
+    repo.makeini("[pytest]\ngraphcheck_paths = mykernels.ops\n")
+    repo.syspathinsert()
+    result = repo.runpytest_inprocess("--graphcheck", "--co", "-q", *_NO_CACHE)
+    out = result.stdout.str()
+    assert "mykernels/ops.py::safe[trace]" in out and "other_safe" not in out
+
+
+def test_broken_declaration_is_a_failing_item(pytester):
+    pytester.makepyfile(broken="GRAPHCHECK_CASES = [42]\n")
+    result = pytester.runpytest_inprocess("--graphcheck", *_NO_CACHE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*GC005*not a graphcheck.Case*"])
+
+
+def test_fixture_and_assert_graph_safe(pytester):
+    pytester.makepyfile(test_fixture=textwrap.dedent("""
+        import torch
+        import graphcheck as gc
+
+
+        def make_inputs(seed, device):
+            return {"x": torch.full((4,), float(seed + 1), device=device)}
+
+
+        def bad(x):
+            return x * float(x[0])
+
+
+        def good(x):
+            return x * x[0]
+
+
+        def test_good(graphcheck):
+            report = graphcheck.assert_safe(good, make_inputs)
+            assert report.layers["trace"] == "pass"
+
+
+        def test_bad_fixture(graphcheck):
+            graphcheck.assert_safe(bad, make_inputs)
+
+
+        def test_bad_function():
+            gc.assert_graph_safe(bad, make_inputs, gpu="off")
+
+
+        def test_check_returns_findings(graphcheck):
+            assert [f.code for f in graphcheck.check(bad, make_inputs).findings] == ["GC102"]
+    """))
+    result = pytester.runpytest_inprocess(*_NO_CACHE)
+    result.assert_outcomes(passed=2, failed=2)
+    out = result.stdout.str()
+    assert out.count("GC102") >= 2
+    assert "return x * float(x[0])" in out
+
+
+def test_works_under_xdist(repo):
+    result = repo.runpytest_subprocess("--graphcheck", "--graphcheck-gpu=off", "-n", "2", *_NO_CACHE)
+    result.assert_outcomes(passed=3, failed=1, skipped=3)
