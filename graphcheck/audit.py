@@ -194,9 +194,11 @@ def resolve_target(given: str) -> Target:
 def _display(path: Path) -> str:
     """Relative to the working directory when under it (reports read better)."""
     try:
-        return os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd().resolve()) else str(path)
-    except ValueError:
-        return str(path)
+        if Path(path).resolve().is_relative_to(Path.cwd().resolve()):
+            return os.path.relpath(path).replace(os.sep, "/")
+    except (ValueError, OSError):
+        pass
+    return str(path)
 
 
 # --- running --------------------------------------------------------------------------
@@ -247,10 +249,19 @@ def run_cases(sources: Sequence[str], gpu: str = "auto", examples: int = 4, time
             progress(case.name, i, len(declared))
         started = time.perf_counter()
         report = check(case, gpu=mode, examples=examples, timeout=timeout)
+        report.findings = [_relative(f) for f in report.findings]
         results.append(CaseResult(source, case.name, report, time.perf_counter() - started))
     if progress:
         progress("", len(declared), len(declared))
-    return results, problems
+    return results, [_relative(f) for f in problems]
+
+
+def _relative(finding: Finding) -> Finding:
+    """The finding with its path relative to the working directory when under it, as lint shows paths."""
+    if not os.path.isabs(finding.path):
+        return finding
+    shown = _display(Path(finding.path))
+    return finding if shown == finding.path else dataclasses.replace(finding, path=shown)
 
 
 def audit(targets: Sequence[str], *, gpu: str = "auto", examples: int = 4, config=None, timeout: float = 120.0,

@@ -248,10 +248,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     for source in _configured_sources(config):
         node = GraphcheckFile.from_parent(session, path=_source_path(source))
         node.source = source
-        for item in node.collect():
-            if item.nodeid not in seen:
-                seen.add(item.nodeid)
-                items.append(item)
+        added = [item for item in node.collect() if item.nodeid not in seen]
+        seen.update(item.nodeid for item in added)
+        items.extend(added)
+        # so the terminal's "collected N items" counts them
+        config.hook.pytest_collectreport(report=pytest.CollectReport(node.nodeid, "passed", None, added))
 
 
 # --- the fixture -----------------------------------------------------------------------
