@@ -67,6 +67,7 @@ def assert_graph_safe(case_or_fn: "Case | Callable[..., Any]",
     ``info``). Other keyword arguments (``atol``, ``rtol``, ``cpu_ok``) go to
     the :class:`Case` built for a bare function. Returns the report when safe.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this function's
     from graphcheck.api import check
     from graphcheck.audit import check_gpu_mode
 

@@ -277,6 +277,7 @@ class GraphcheckFixture:
 
     def assert_safe(self, case_or_fn: Any, make_inputs: Any = None, **options: Any) -> Any:
         """:func:`graphcheck.assert_graph_safe` with the session's GPU mode."""
+        __tracebackhide__ = True
         from graphcheck.assertions import assert_graph_safe
 
         options.setdefault("gpu", self.gpu)
