@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from graphcheck.findings import Finding, Severity, at_or_above
+from graphcheck.findings import Finding, at_or_above
 
 CASE_MARKERS = ("GRAPHCHECK_CASES", "graphcheck_cases")
 #: the values of ``--gpu`` on the command line and ``--graphcheck-gpu`` in pytest
@@ -287,7 +287,3 @@ def audit(targets: Sequence[str], *, gpu: str = "auto", examples: int = 4, confi
                                                         progress=progress)
     result.seconds = time.perf_counter() - started
     return result
-
-
-def worst(findings: Sequence[Finding]) -> Severity | None:
-    return max((f.severity for f in findings), key=lambda s: s.rank, default=None)

@@ -149,3 +149,13 @@ def test_fixture_and_assert_graph_safe(pytester):
 def test_works_under_xdist(repo):
     result = repo.runpytest_subprocess("--graphcheck", "--graphcheck-gpu=off", "-n", "2", *_NO_CACHE)
     result.assert_outcomes(passed=3, failed=1, skipped=3)
+
+
+def test_default_scan_leaves_out_test_folders(repo):
+    repo.mkdir("tests")
+    repo.path.joinpath("tests", "helper_cases.py").write_text(OPS.replace('"safe"', '"helper_safe"'))
+    result = repo.runpytest_inprocess("--graphcheck", "--co", "-q", *_NO_CACHE)
+    out = result.stdout.str()
+    assert "mykernels/ops.py::safe[trace]" in out and "helper_safe" not in out
+    result = repo.runpytest_inprocess("--graphcheck", "--graphcheck-paths=tests", "--co", "-q", *_NO_CACHE)
+    assert "tests/helper_cases.py::helper_safe[trace]" in result.stdout.str()

@@ -1,0 +1,49 @@
+"""The front-ends with every layer on a CUDA device (skipped without one)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kernel_repo import ITEM_LINE, OPS
+
+pytestmark = pytest.mark.gpu
+
+
+def test_audit_kernels_runs_every_layer_and_passes():
+    proc = subprocess.run([sys.executable, "-m", "graphcheck", "audit", "graphcheck.kernels", "--gpu", "required",
+                           "--format", "json"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    data = json.loads(proc.stdout)
+    assert len(data["cases"]) >= 9 and data["findings"] == []
+    for case in data["cases"]:
+        assert case["layers"] == {"trace": "pass", "capture": "pass"}, case
+
+
+def test_plugin_capture_items_run_on_the_gpu(tmp_path):
+    (tmp_path / "ops.py").write_text(OPS)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--graphcheck", "--graphcheck-gpu=required", "-v",
+                           "-p", "no:cacheprovider", "-rA"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    out = proc.stdout
+    assert "ops.py::safe[capture] PASSED" in out, out[-6000:]
+    assert "ops.py::triton_safe[capture] PASSED" in out, out[-6000:]
+    assert "ops.py::unsafe[capture] FAILED" in out, out[-6000:]
+    assert "ops.py::unsafe[trace] FAILED" in out
+    assert f"ops.py:{ITEM_LINE}:" in out and "GC101" in out
+
+
+def test_assert_graph_safe_on_the_gpu():
+    import torch
+
+    import graphcheck
+
+    def make_inputs(seed, device):
+        return {"x": torch.arange(1.0, 9.0, device=device) * (seed + 1)}
+
+    report = graphcheck.assert_graph_safe(lambda x: x / x.max(), make_inputs, gpu="required", name="safe")
+    assert report.layers["trace"] == "pass" and not report.findings
+    with pytest.raises(AssertionError, match="GC101"):
+        graphcheck.assert_graph_safe(lambda x: x / x.max().item(), make_inputs, gpu="required", name="sync")
