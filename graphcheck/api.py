@@ -57,14 +57,16 @@ def _internal_error(case: Case, exc: BaseException, layer: str) -> Finding:
                    evidence={"traceback": traceback.format_exc()[-4000:]})
 
 
-def check(case: Case, gpu: str = "auto", examples: int = 4, timeout: float = 120.0, isolate: bool = True) -> Report:
+def check(case: Case, gpu: str = "auto", examples: int = 4, timeout: float = 120.0, isolate: bool = True,
+          layers: "tuple[str, ...]" = ("trace", "capture")) -> Report:
     """Run the dynamic layers on ``case``.
 
     ``gpu``: ``"off"`` runs on CPU tensors only (Triton kernels in the
     interpreter); ``"auto"`` uses a CUDA device when there is one; ``"on"``
     requires one and raises :class:`RuntimeError` without it. ``examples`` is the
     number of seeds (at least 2) whose launch plans are compared. ``timeout`` and
-    ``isolate`` are passed to the capture layer.
+    ``isolate`` are passed to the capture layer. ``layers`` picks which of
+    ``"trace"`` and ``"capture"`` run (both by default).
     """
     if not isinstance(case, Case):
         raise TypeError(f"check() takes a graphcheck.Case, got {type(case).__name__}")
@@ -73,8 +75,19 @@ def check(case: Case, gpu: str = "auto", examples: int = 4, timeout: float = 120
     cuda = gpu != "off" and _cuda_available()
     if gpu == "on" and not cuda:
         raise RuntimeError("gpu='on' but no CUDA device is available; use gpu='auto' or gpu='off'")
+    unknown = set(layers) - {"trace", "capture"}
+    if unknown:
+        raise ValueError(f"unknown layers {sorted(unknown)}; expected 'trace' and/or 'capture'")
     report = Report(case=case.name)
+    if "trace" in layers:
+        _run_trace_layer(case, cuda, examples, report)
+    if "capture" in layers:
+        _run_capture_layer(case, gpu, cuda, examples, timeout, isolate, report)
+    report.findings.sort(key=lambda f: f.sort_key())
+    return report
 
+
+def _run_trace_layer(case: Case, cuda: bool, examples: int, report: Report) -> None:
     from graphcheck.trace.runner import run_trace
 
     try:
@@ -86,6 +99,9 @@ def check(case: Case, gpu: str = "auto", examples: int = 4, timeout: float = 120
         report.findings.append(_internal_error(case, exc, "trace"))
         report.layers["trace"] = "fail"
 
+
+def _run_capture_layer(case: Case, gpu: str, cuda: bool, examples: int, timeout: float, isolate: bool,
+                       report: Report) -> None:
     if not cuda:
         reason = "gpu='off': capture layer skipped" if gpu == "off" else "no CUDA device: capture layer skipped"
         report.skipped.append(reason)
@@ -102,12 +118,13 @@ def check(case: Case, gpu: str = "auto", examples: int = 4, timeout: float = 120
                 found, skipped = check_capture(case, examples=examples, timeout=timeout, isolate=isolate)
                 report.findings += list(found)
                 report.skipped += list(skipped)
-                if skipped and not found:
-                    report.layers["capture"] = f"skipped: {skipped[0]}"
+                # Notes such as "isolation skipped" or "graph inspection unavailable" leave
+                # the layer run; only a reason saying the whole layer was skipped does not.
+                whole = [s for s in skipped if s.endswith("capture layer skipped")]
+                if whole and not found:
+                    report.layers["capture"] = f"skipped: {whole[0]}"
                 else:
                     report.layers["capture"] = _status(list(found))
             except Exception as exc:
                 report.findings.append(_internal_error(case, exc, "capture"))
                 report.layers["capture"] = "fail"
-    report.findings.sort(key=lambda f: f.sort_key())
-    return report

@@ -207,40 +207,12 @@ class CaseItem(pytest.Item):
 
 
 def run_layer(case: Any, layer: str, gpu: str, examples: int) -> Any:
-    """A :class:`graphcheck.Report` holding ``layer`` only (the layer modules, called the way ``check`` does)."""
-    from graphcheck.api import Report
+    """A :class:`graphcheck.Report` holding ``layer`` only, from :func:`graphcheck.check`."""
+    from graphcheck.api import check
 
-    report = Report(case=case.name)
-    cuda = gpu != "off" and _cuda_available()
-    if layer == "trace":
-        from graphcheck.trace.runner import run_trace
-
-        trace = run_trace(case, device="cuda" if cuda else "cpu", examples=examples)
-        report.findings, report.skipped = list(trace.findings), list(trace.skipped)
-        if trace.skipped and not trace.recorders:
-            report.layers["trace"] = f"skipped: {trace.skipped[0]}"
-        else:
-            report.layers["trace"] = "fail" if trace.findings else "pass"
-        return report
-    if gpu == "off":
-        report.layers["capture"] = "skipped: --graphcheck-gpu=off: capture layer skipped"
-        return report
-    if not cuda:
-        if gpu == "required":
-            pytest.fail("--graphcheck-gpu=required, but no CUDA device is available", pytrace=False)
-        report.layers["capture"] = "skipped: no CUDA device: capture layer skipped"
-        return report
-    from graphcheck.capture import check_capture
-
-    found, skipped = check_capture(case, examples=examples)
-    report.findings, report.skipped = list(found), list(skipped)
-    # "isolation skipped ... ran in this process" is a note: the capture layer did run
-    skips = [s for s in skipped if "isolation skipped" not in s]
-    if skips and not found:
-        report.layers["capture"] = f"skipped: {skips[0]}"
-    else:
-        report.layers["capture"] = "fail" if found else "pass"
-    return report
+    if layer == "capture" and gpu == "required" and not _cuda_available():
+        pytest.fail("--graphcheck-gpu=required, but no CUDA device is available", pytrace=False)
+    return check(case, gpu="off" if gpu == "off" else "auto", examples=examples, layers=(layer,))
 
 
 @pytest.hookimpl(tryfirst=True)

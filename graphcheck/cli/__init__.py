@@ -50,6 +50,11 @@ def main(argv: "list[str] | None" = None) -> int:
     except KeyboardInterrupt:
         print("graphcheck: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `graphcheck rules | head`: the reader left; not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":
