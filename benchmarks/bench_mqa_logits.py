@@ -39,6 +39,8 @@ PREFILL = dict(m=2048, skv=(8192, 32768), heads=64, dim=128)
 SMOKE_DECODE = dict(shapes=[(2, 1, 40), (2, 2, 60)], heads=16, dim=64, block=16, max_model_len=200)
 SMOKE_PREFILL = dict(m=16, skv=(48,), heads=16, dim=64)
 DEVICE = "cuda"
+# --sweep, decode: programs per SM along the key axis (rows x warps 4/8 x stages 3/4 x variants each)
+SWEEP_PROGRAMS_PER_SM = (16, 32, 64)
 
 
 def _args():
@@ -97,6 +99,49 @@ def _baselines(ref: Callable[..., Any], inputs: dict, est_bytes: float, args, ro
         torch.cuda.empty_cache()
 
 
+def _variant(cfg) -> str:
+    """Short name of a paged kernel variant: how rows are scored, and keys per tile."""
+    name = "split_rows" if cfg.split_rows else ("reduce_dot" if cfg.reduce_dot else "row_tile")
+    return name + ("+pair_blocks" if cfg.pair_blocks else "")
+
+
+def _sweep_decode(row: dict, shape: str, batch: int, next_n: int, sms: int, timed, sweep_rows: list) -> None:
+    """Time every variant x warps x stages x programs-per-SM on one decode shape; record the bests."""
+    import triton
+
+    from graphcheck.kernels.paged_mqa_logits import PagedConfig
+
+    rows_tile = min(triton.next_power_of_2(next_n), 2)
+    # With one row per program the per-row dot is the row-tile dot: split_rows only matters for rows > 1.
+    split_options = (False, True) if rows_tile > 1 else (False,)
+    best: dict[str, tuple] = {}
+    for per_sm in SWEEP_PROGRAMS_PER_SM:
+        splits = max(1, triton.cdiv(per_sm * sms, batch * triton.cdiv(next_n, rows_tile)))
+        for split_rows in split_options:
+            for pair in (False, True):
+                for warps in (4, 8):
+                    for stages in (3, 4):
+                        cfg = PagedConfig(rows=rows_tile, splits=splits, num_warps=warps, num_stages=stages,
+                                          split_rows=split_rows, pair_blocks=pair)
+                        ms = timed(True, cfg, quick=True)
+                        variant = _variant(cfg)
+                        sweep_rows.append({"kernel": "paged", "shape": shape, "cfg": str(cfg), "variant": variant,
+                                           "programs_per_sm": per_sm, "ms": ms})
+                        if ms is not None and (variant not in best or ms < best[variant][0]):
+                            best[variant] = (ms, cfg, per_sm)
+    if not best:
+        return
+    overall = min(best.values(), key=lambda v: v[0])
+    unclean = timed(False, overall[1], quick=True)
+    row["sweep_best_ms"], row["sweep_best_unclean_ms"] = overall[0], unclean
+    row["sweep_best_cfg"] = f"{overall[1]} ({overall[2]} programs per SM)"
+    row["sweep_best_variant"] = {v: {"ms": b[0], "cfg": str(b[1]), "programs_per_sm": b[2]} for v, b in best.items()}
+    if row.get("floor_us"):
+        row["sweep_best_frac_floor"] = row["floor_us"] / (overall[0] * 1e3)
+    print(f"  sweep best {shape}: {overall[0]:.4f} ms (unclean {unclean}) with {overall[1]} "
+          f"({overall[2]} programs per SM)", file=sys.stderr)
+
+
 def bench_decode(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
     import torch
     import triton
@@ -137,7 +182,7 @@ def bench_decode(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
         shape = f"B={batch} n={next_n} ctx={avg}"
         row: dict[str, Any] = {"kernel": "paged", "shape": shape, "sum_len": sum_len,
                                "cfg": str(paged_mqa_logits.default_config(batch, next_n, heads, bs, mml,
-                                                                         torch.device(DEVICE)))}
+                                                                         torch.device(DEVICE), max_blocks))}
         row["ours_ms"] = timed(True)
         row["ours_unclean_ms"] = timed(False)
         if row["ours_ms"]:
@@ -160,27 +205,7 @@ def bench_decode(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
               f"floor fraction {row.get('frac_floor')}", file=sys.stderr)
 
         if args.sweep:
-            rows_tile = min(triton.next_power_of_2(next_n), 2)
-            best = None
-            for per_sm in (2, 4, 8, 16, 32):
-                splits = max(1, triton.cdiv(per_sm * sms, batch * triton.cdiv(next_n, rows_tile)))
-                for warps in (4, 8):
-                    for stages in (2, 3, 4):
-                        for red in (False, True):
-                            cfg = PagedConfig(rows=rows_tile, splits=splits, num_warps=warps,
-                                              num_stages=stages, reduce_dot=red)
-                            ms = timed(True, cfg, quick=True)
-                            sweep_rows.append({"kernel": "paged", "shape": shape, "cfg": str(cfg),
-                                               "programs_per_sm": per_sm, "ms": ms})
-                            if ms is not None and (best is None or ms < best[0]):
-                                best = (ms, None, cfg, per_sm)
-            if best:
-                best = (best[0], timed(False, best[2], quick=True), best[2], best[3])
-                print(f"  sweep best {shape}: {best[0]:.4f} ms (unclean {best[1]}) with {best[2]} "
-                      f"({best[3]} programs per SM)", file=sys.stderr)
-                row["sweep_best_ms"] = best[0]
-                row["sweep_best_unclean_ms"] = best[1]
-                row["sweep_best_cfg"] = f"{best[2]} ({best[3]} programs per SM)"
+            _sweep_decode(row, shape, batch, next_n, sms, timed, sweep_rows)
         del sets, outs, first
         if DEVICE == "cuda":
             torch.cuda.empty_cache()
@@ -247,6 +272,10 @@ def bench_prefill(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
             torch.cuda.empty_cache()
 
 
+def _ms(value: "float | None") -> str:
+    return "n/a" if value is None else f"{value:.4f} ms"
+
+
 def _use_wall_clock() -> None:
     """CPU smoke runs: one timed call instead of CUDA events, no copy rotation."""
 
@@ -295,7 +324,7 @@ def main() -> int:
         [r for r in rows if r["kernel"] == "paged"],
         ["shape", "ours_ms", "ours_unclean_ms", "TFLOPS", "GB/s", "floor_us", "frac_floor",
          "floor_unclean_us", "frac_floor_unclean", "eager_ms", "compiled_ms", "speedup_eager",
-         "speedup_compiled", "sweep_best_ms", "ref_note"],
+         "speedup_compiled", "sweep_best_ms", "sweep_best_frac_floor", "ref_note"],
     )
     common.print_table(
         "FP8 MQA logits (prefill), H=64 D=128, causal key ranges",
@@ -306,8 +335,11 @@ def main() -> int:
     if args.sweep:
         print("\nbest configurations:")
         for r in rows:
-            print(f"  {r['kernel']} {r['shape']}: default {r.get('ours_ms')} ms with {r['cfg']}; "
-                  f"best {r.get('sweep_best_ms')} ms with {r.get('sweep_best_cfg')}")
+            print(f"  {r['kernel']} {r['shape']}: default {_ms(r.get('ours_ms'))} with {r['cfg']}")
+            print(f"      best {_ms(r.get('sweep_best_ms'))} with {r.get('sweep_best_cfg')}")
+            for variant, b in sorted(r.get("sweep_best_variant", {}).items(), key=lambda kv: kv[1]["ms"]):
+                frac = f", {r['floor_us'] / (b['ms'] * 1e3):.2f} of floor" if r.get("floor_us") else ""
+                print(f"      {variant:<24} {_ms(b['ms'])}{frac} with {b['cfg']} ({b['programs_per_sm']} per SM)")
     print(f"\ntotal {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     common.write_json(args.json, env, rows + [dict(r, sweep=True) for r in sweep_rows])
     return 0

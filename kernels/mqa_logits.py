@@ -36,11 +36,14 @@ class MqaConfig:
 
 
 def default_config(m: int, n: int, heads: int, device: torch.device) -> MqaConfig:
-    block_m = max(1, 128 // heads)
+    # Measured on an H200 (H = 64, D = 128): 4 queries x 64 heads per program and 64-key
+    # tiles with 4 warps beat 2 x 128-key tiles with 8 warps by ~25%.
+    block_m = max(1, 256 // heads)
+    block_n = 64
     m_tiles = triton.cdiv(m, block_m)
     target = 2 * _fp8.sm_count(device)
-    splits = max(1, min(triton.cdiv(target, m_tiles), triton.cdiv(n, 128)))
-    return MqaConfig(block_m=block_m, block_n=128, splits=splits, num_warps=8, num_stages=3)
+    splits = max(1, min(triton.cdiv(target, m_tiles), triton.cdiv(n, 2 * block_n)))
+    return MqaConfig(block_m=block_m, block_n=block_n, splits=splits, num_warps=4, num_stages=3)
 
 
 @triton.jit

@@ -33,17 +33,73 @@ class PagedConfig:
     num_stages: int = 3
     reduce_dot: bool = False  # head reduction as a second dot instead of a sum
     fill_n: int = 1024  # columns per -inf fill store
+    split_rows: bool = False  # one dot per query row (rows <= 4) instead of one dot over all rows
+    pair_blocks: bool = False  # two KV blocks (2·block_size keys) per dot
+
+
+#: programs per SM the key axis is split into (measured on an H200: 16-32 are best)
+PROGRAMS_PER_SM = 32
+#: fewest block-table entries per program: shorter chunks cost more in per-program overhead than they win
+MIN_BLOCKS_PER_PROGRAM = 5
 
 
 def default_config(batch: int, next_n: int, heads: int, block_size: int, max_model_len: int,
-                   device: torch.device) -> PagedConfig:
+                   device: torch.device, max_blocks: "int | None" = None) -> PagedConfig:
+    """Shape-only launch choice. ``max_blocks`` is the block-table width (a shape, default from max_model_len)."""
     rows = min(triton.next_power_of_2(next_n), max(1, 128 // heads))
     row_tiles = triton.cdiv(next_n, rows)
-    # About 8 programs per SM: several waves, so the scheduler evens out requests of
-    # different lengths; no more splits than blocks a row can hold.
-    target = 8 * _fp8.sm_count(device)
-    splits = max(1, min(triton.cdiv(target, batch * row_tiles), triton.cdiv(max_model_len, block_size)))
-    return PagedConfig(rows=rows, splits=splits, num_warps=4 if rows * heads <= 64 else 8, num_stages=3)
+    if max_blocks is None:
+        max_blocks = triton.cdiv(max_model_len, block_size)
+    blocks = min(max_blocks, triton.cdiv(max_model_len, block_size))
+    # Many programs per SM even out requests of different lengths, but each should still
+    # walk several blocks of the table.
+    target = PROGRAMS_PER_SM * _fp8.sm_count(device)
+    splits = max(1, min(triton.cdiv(target, batch * row_tiles), triton.cdiv(blocks, MIN_BLOCKS_PER_PROGRAM)))
+    return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=3)
+
+
+@triton.jit
+def _row_scores(k, q_t, w):
+    """[KEYS] head-weighted ReLU scores of a key tile against one query row's [D, H] tile."""
+    s = tl.dot(k, q_t)
+    return tl.sum(tl.maximum(s, 0.0) * w[None, :], axis=1)
+
+
+@triton.jit
+def _load_row_query(q_ptr, w_ptr, b, j, next_n, stride_qb, stride_qn, stride_qh, stride_qd,
+                    stride_wr, stride_wh, H: tl.constexpr, D: tl.constexpr, FP8_DOT: tl.constexpr):
+    """Query row j of request b as a transposed [D, H] tile, and its [H] weights (zeros past next_n)."""
+    h = tl.arange(0, H)
+    d = tl.arange(0, D)
+    ok = (h * 0 + j) < next_n  # a [H] mask, built by broadcasting (the interpreter rejects scalar masks here)
+    off = b.to(tl.int64) * stride_qb + j * stride_qn + h[None, :] * stride_qh + d[:, None] * stride_qd
+    w = tl.load(w_ptr + (b * next_n + j).to(tl.int64) * stride_wr + h * stride_wh, mask=ok, other=0.0)
+    if FP8_DOT:
+        q_t = tl.load(q_ptr.to(tl.pointer_type(tl.float8e4nv)) + off, mask=ok[None, :], other=0.0)
+    else:
+        q_t = decode_e4m3(tl.load(q_ptr + off, mask=ok[None, :], other=0))
+    return q_t, w
+
+
+@triton.jit
+def _row_end(lens_ptr, b, j, next_n, limit, stride_lb, stride_ln, LENS_2D: tl.constexpr):
+    """End (exclusive) of row j's valid keys, clamped to [0, limit]; 0 for rows past next_n."""
+    if LENS_2D:
+        end = tl.load(lens_ptr + b * stride_lb + j * stride_ln, mask=j < next_n, other=0)
+    else:
+        end = tl.load(lens_ptr + b * stride_lb) - next_n + 1 + j
+    return tl.where(j < next_n, tl.minimum(tl.maximum(end, 0), limit), 0)
+
+
+@triton.jit
+def _store_row(out_ptr, row, stride_or, p, r, end, row_ok, max_model_len, CLEAN: tl.constexpr):
+    """Row ``row``'s scores ``r`` at positions ``p``: -inf past ``end`` when cleaning, else only valid ones."""
+    ptrs = out_ptr + row.to(tl.int64) * stride_or + p
+    if CLEAN:
+        # The row's limit folds row_ok into one tensor comparison (no scalar & tensor mask).
+        tl.store(ptrs, tl.where(p < end, r, float("-inf")), mask=p < tl.where(row_ok, max_model_len, 0))
+    else:
+        tl.store(ptrs, r, mask=p < end)
 
 
 @triton.jit
@@ -59,67 +115,119 @@ def _paged_mqa_logits_kernel(
     H: tl.constexpr, D: tl.constexpr, BS: tl.constexpr,
     ROWS: tl.constexpr, GN: tl.constexpr,
     LENS_2D: tl.constexpr, CLEAN: tl.constexpr, FP8_DOT: tl.constexpr, REDUCE_DOT: tl.constexpr,
+    SPLIT_ROWS: tl.constexpr, PAIR: tl.constexpr, KEYS: tl.constexpr,
     FILL_N: tl.constexpr, NUM_STAGES: tl.constexpr,
 ):
     b = tl.program_id(0)
     split = tl.program_id(1)
     splits = tl.num_programs(1)
     row0 = tl.program_id(2) * ROWS
-
-    # Per-row end of the valid key range, read on the device.
-    cols = tl.arange(0, GN)
-    j = row0 + cols
-    col_ok = (cols < ROWS) & (j < next_n)
     limit = tl.minimum(max_model_len, max_blocks * BS)
-    if LENS_2D:
-        end = tl.load(lens_ptr + b * stride_lb + j * stride_ln, mask=col_ok, other=0)
-    else:
-        ctx = tl.load(lens_ptr + b * stride_lb)
-        end = ctx - next_n + 1 + j
-    end = tl.where(col_ok, tl.minimum(tl.maximum(end, 0), limit), 0)
-    num_blocks = tl.cdiv(tl.max(end, axis=0), BS)
-
-    # The query tile for ROWS rows and all heads, transposed to [D, ROWS*H], and its weights.
-    c = tl.arange(0, ROWS * H)
-    qj = row0 + c // H
-    qh = c % H
-    q_ok = qj < next_n
     d = tl.arange(0, D)
-    q_off = b.to(tl.int64) * stride_qb + qj[None, :] * stride_qn + qh[None, :] * stride_qh + d[:, None] * stride_qd
-    w = tl.load(w_ptr + (b * next_n + qj).to(tl.int64) * stride_wr + qh * stride_wh, mask=q_ok, other=0.0)
-    if FP8_DOT:
-        q_t = tl.load(q_ptr.to(tl.pointer_type(tl.float8e4nv)) + q_off, mask=q_ok[None, :], other=0.0)
-    else:
-        q_t = decode_e4m3(tl.load(q_ptr + q_off, mask=q_ok[None, :], other=0))
 
-    t = tl.arange(0, BS)
-    out_rows = out_ptr + (b * next_n + j).to(tl.int64) * stride_or
-    for blk in tl.range(split, num_blocks, splits, num_stages=NUM_STAGES):
-        phys = tl.load(bt_ptr + b.to(tl.int64) * stride_btb + blk * stride_btk).to(tl.int64)
-        base = kv_ptr + phys * stride_kv
-        k_off = t[:, None] * D + d[None, :]
+    if SPLIT_ROWS:
+        # Each row keeps its own [D, H] query tile and gets its own dot: no [KEYS, ROWS, H] reshape.
+        q0, w0 = _load_row_query(q_ptr, w_ptr, b, row0, next_n, stride_qb, stride_qn, stride_qh, stride_qd,
+                                 stride_wr, stride_wh, H, D, FP8_DOT)
+        end0 = _row_end(lens_ptr, b, row0, next_n, limit, stride_lb, stride_ln, LENS_2D)
+        end_max = end0
+        if ROWS >= 2:
+            q1, w1 = _load_row_query(q_ptr, w_ptr, b, row0 + 1, next_n, stride_qb, stride_qn, stride_qh,
+                                     stride_qd, stride_wr, stride_wh, H, D, FP8_DOT)
+            end1 = _row_end(lens_ptr, b, row0 + 1, next_n, limit, stride_lb, stride_ln, LENS_2D)
+            end_max = tl.maximum(end_max, end1)
+        if ROWS >= 4:
+            q2, w2 = _load_row_query(q_ptr, w_ptr, b, row0 + 2, next_n, stride_qb, stride_qn, stride_qh,
+                                     stride_qd, stride_wr, stride_wh, H, D, FP8_DOT)
+            q3, w3 = _load_row_query(q_ptr, w_ptr, b, row0 + 3, next_n, stride_qb, stride_qn, stride_qh,
+                                     stride_qd, stride_wr, stride_wh, H, D, FP8_DOT)
+            end2 = _row_end(lens_ptr, b, row0 + 2, next_n, limit, stride_lb, stride_ln, LENS_2D)
+            end3 = _row_end(lens_ptr, b, row0 + 3, next_n, limit, stride_lb, stride_ln, LENS_2D)
+            end_max = tl.maximum(end_max, tl.maximum(end2, end3))
+        num_blocks = tl.cdiv(end_max, BS)
+    else:
+        # Per-row end of the valid key range, read on the device.
+        cols = tl.arange(0, GN)
+        j = row0 + cols
+        col_ok = (cols < ROWS) & (j < next_n)
+        if LENS_2D:
+            end = tl.load(lens_ptr + b * stride_lb + j * stride_ln, mask=col_ok, other=0)
+        else:
+            ctx = tl.load(lens_ptr + b * stride_lb)
+            end = ctx - next_n + 1 + j
+        end = tl.where(col_ok, tl.minimum(tl.maximum(end, 0), limit), 0)
+        num_blocks = tl.cdiv(tl.max(end, axis=0), BS)
+
+        # The query tile for ROWS rows and all heads, transposed to [D, ROWS*H], and its weights.
+        c = tl.arange(0, ROWS * H)
+        qj = row0 + c // H
+        qh = c % H
+        q_ok = qj < next_n
+        q_off = (b.to(tl.int64) * stride_qb + qj[None, :] * stride_qn + qh[None, :] * stride_qh
+                 + d[:, None] * stride_qd)
+        w = tl.load(w_ptr + (b * next_n + qj).to(tl.int64) * stride_wr + qh * stride_wh, mask=q_ok, other=0.0)
         if FP8_DOT:
-            k = tl.load(base.to(tl.pointer_type(tl.float8e4nv)) + k_off)
+            q_t = tl.load(q_ptr.to(tl.pointer_type(tl.float8e4nv)) + q_off, mask=q_ok[None, :], other=0.0)
         else:
-            k = decode_e4m3(tl.load(base + k_off))
-        scale = tl.load((base + BS * D).to(tl.pointer_type(tl.float32)) + t)
-        r = score_tile(k, q_t, w, ROWS, H, GN, REDUCE_DOT) * scale[:, None]
-        p = blk * BS + t
-        valid = (p[:, None] < end[None, :]) & col_ok[None, :]
-        ptrs = out_rows[None, :] + p[:, None]
-        if CLEAN:
-            tl.store(ptrs, tl.where(valid, r, float("-inf")), mask=(p[:, None] < max_model_len) & col_ok[None, :])
+            q_t = decode_e4m3(tl.load(q_ptr + q_off, mask=q_ok[None, :], other=0))
+        out_rows = out_ptr + (b * next_n + j).to(tl.int64) * stride_or
+
+    # A tile is one block of BS keys, or with PAIR two consecutive table entries (KEYS = 2·BS keys).
+    num_tiles = tl.cdiv(num_blocks, KEYS // BS)
+    t = tl.arange(0, KEYS)
+    bt_row = bt_ptr + b.to(tl.int64) * stride_btb
+    for tile in tl.range(split, num_tiles, splits, num_stages=NUM_STAGES):
+        if PAIR:
+            blk = tile * 2
+            phys_a = tl.load(bt_row + blk * stride_btk).to(tl.int64)
+            # An odd last block pairs with itself (never with a table entry past the sequence);
+            # its duplicate keys lie past every row's end and are masked at the store.
+            phys_b = tl.load(bt_row + tl.minimum(blk + 1, num_blocks - 1) * stride_btk).to(tl.int64)
+            slot = t % BS
+            base = kv_ptr + tl.where(t < BS, phys_a, phys_b) * stride_kv
+            k_ptrs = base[:, None] + slot[:, None] * D + d[None, :]
+            s_ptrs = (base + BS * D).to(tl.pointer_type(tl.float32)) + slot
         else:
-            tl.store(ptrs, r, mask=valid)
+            phys = tl.load(bt_row + tile * stride_btk).to(tl.int64)
+            base = kv_ptr + phys * stride_kv
+            k_ptrs = base + t[:, None] * D + d[None, :]
+            s_ptrs = (base + BS * D).to(tl.pointer_type(tl.float32)) + t
+        if FP8_DOT:
+            k = tl.load(k_ptrs.to(tl.pointer_type(tl.float8e4nv)))
+        else:
+            k = decode_e4m3(tl.load(k_ptrs))
+        scale = tl.load(s_ptrs)
+        p = tile * KEYS + t
+        if SPLIT_ROWS:
+            row = b * next_n + row0
+            _store_row(out_ptr, row, stride_or, p, _row_scores(k, q0, w0) * scale, end0, row0 < next_n,
+                       max_model_len, CLEAN)
+            if ROWS >= 2:
+                _store_row(out_ptr, row + 1, stride_or, p, _row_scores(k, q1, w1) * scale, end1,
+                           row0 + 1 < next_n, max_model_len, CLEAN)
+            if ROWS >= 4:
+                _store_row(out_ptr, row + 2, stride_or, p, _row_scores(k, q2, w2) * scale, end2,
+                           row0 + 2 < next_n, max_model_len, CLEAN)
+                _store_row(out_ptr, row + 3, stride_or, p, _row_scores(k, q3, w3) * scale, end3,
+                           row0 + 3 < next_n, max_model_len, CLEAN)
+        else:
+            r = score_tile(k, q_t, w, ROWS, H, GN, REDUCE_DOT) * scale[:, None]
+            valid = (p[:, None] < end[None, :]) & col_ok[None, :]
+            ptrs = out_rows[None, :] + p[:, None]
+            if CLEAN:
+                tl.store(ptrs, tl.where(valid, r, float("-inf")),
+                         mask=(p[:, None] < max_model_len) & col_ok[None, :])
+            else:
+                tl.store(ptrs, r, mask=valid)
 
     if CLEAN:
-        # Everything past the last computed block is invalid for every row here.
+        # Everything past the last computed tile is invalid for every row here.
         f = tl.arange(0, FILL_N)
         rr = tl.arange(0, ROWS)
         fill_rows = out_ptr + (b * next_n + row0 + rr).to(tl.int64) * stride_or
         fill_ok = (row0 + rr) < next_n
         neg = tl.full([ROWS, FILL_N], float("-inf"), tl.float32)
-        for f0 in tl.range(num_blocks * BS + split * FILL_N, max_model_len, splits * FILL_N):
+        for f0 in tl.range(num_tiles * KEYS + split * FILL_N, max_model_len, splits * FILL_N):
             pos = f0 + f
             tl.store(fill_rows[:, None] + pos[None, :], neg, mask=fill_ok[:, None] & (pos[None, :] < max_model_len))
 
@@ -245,7 +353,10 @@ def fp8_paged_mqa_logits(
             raise TypeError("out must be a float32 tensor")
         if tuple(out.shape) != (rows_total, max_model_len) or out.stride(1) != 1 or out.device != device:
             raise ValueError(f"out must be [{rows_total}, {max_model_len}] on {device} with unit column stride")
-    cfg = config or default_config(batch, next_n, heads, block_size, max_model_len, device)
+    cfg = config or default_config(batch, next_n, heads, block_size, max_model_len, device,
+                                   max_blocks=block_tables.shape[1])
+    if cfg.split_rows and (cfg.rows not in (1, 2, 4) or cfg.reduce_dot):
+        raise ValueError(f"split_rows needs rows in (1, 2, 4) and reduce_dot=False, got {cfg}")
     use_fp8 = _fp8.native_fp8_dot(device) if fp8_dot is None else bool(fp8_dot)
     lens_2d = context_lens.dim() == 2
     gn = max(16, cfg.rows) if cfg.reduce_dot else cfg.rows
@@ -262,6 +373,7 @@ def fp8_paged_mqa_logits(
         next_n, max_model_len, block_tables.shape[1],
         H=heads, D=dim, BS=block_size, ROWS=cfg.rows, GN=gn,
         LENS_2D=lens_2d, CLEAN=clean_logits, FP8_DOT=use_fp8, REDUCE_DOT=cfg.reduce_dot,
+        SPLIT_ROWS=cfg.split_rows, PAIR=cfg.pair_blocks, KEYS=block_size * (2 if cfg.pair_blocks else 1),
         FILL_N=cfg.fill_n, NUM_STAGES=cfg.num_stages,
         num_warps=cfg.num_warps,
     )
