@@ -139,6 +139,70 @@ def test_paged_matches_reference(case):
     check_against(fp8_paged_mqa_logits(**inputs), ref)
 
 
+# Row scoring and key-tile variants: (next_n, rows, split_rows, pair_blocks, lengths, 2-D lens, fp8 dot, splits).
+# Lengths give odd and even block counts (block 16), lengths below next_n (empty rows) and a full row.
+VARIANT_CASES = [
+    ("split2", 2, 2, True, False, [1, 33, 70], False, True, 2),
+    ("split4_rows_past_next_n_pair", 3, 4, True, True, [2, 47, 70], True, True, 3),
+    ("split1_pair_decoded", 1, 1, True, True, [17, 49, 64], False, False, 2),
+    ("pair_row_tile", 2, 2, False, True, [15, 48, 70], True, True, 1),
+    ("pair_row_tile_next_n4_decoded", 4, 4, False, True, [3, 70, 31], False, False, 4),
+    ("split2_rows_over_programs", 3, 2, True, False, [70, 5, 40], False, True, 2),
+]
+
+
+@pytest.mark.parametrize("clean", [True, False])
+@pytest.mark.parametrize("case", VARIANT_CASES, ids=[c[0] for c in VARIANT_CASES])
+def test_paged_variants_match_reference(case, clean):
+    _, next_n, rows, split_rows, pair, lengths, lens_2d, fp8, splits = case
+    inputs = paged_mqa_logits.make_inputs(3, next_n, 16, 64, 16, 70, torch.tensor(lengths), seed=14, device=DEVICE,
+                                          lens_2d=lens_2d, block_stride=16 * 68 + 32)
+    ref = fp8_paged_mqa_logits_reference(**inputs, compute_dtype=torch.float64)
+    cfg = PagedConfig(rows=rows, splits=splits, split_rows=split_rows, pair_blocks=pair, fill_n=16)
+    big = torch.full((3 * next_n + 2, 70 + 5), float("nan"), device=DEVICE)
+    view = big[1:-1, 2:-3]
+    fp8_paged_mqa_logits(**inputs, clean_logits=clean, out=view, config=cfg, fp8_dot=fp8)
+    check_against(view, ref, cleaned=clean)
+    if not clean:
+        assert torch.isnan(view[~torch.isfinite(ref)]).all(), "clean_logits=False wrote an invalid position"
+    outside = torch.ones_like(big, dtype=torch.bool)
+    outside[1:-1, 2:-3] = False
+    assert torch.isnan(big[outside]).all(), "wrote outside the output"
+    # every variant computes the same sums: agreement with the row-tile kernel to rounding
+    base = fp8_paged_mqa_logits(**inputs, config=PagedConfig(rows=rows, splits=1), fp8_dot=fp8)
+    valid = torch.isfinite(ref)
+    torch.testing.assert_close(view[valid], base[valid], rtol=1e-5, atol=1e-5)
+
+
+def test_split_rows_config_is_checked():
+    inputs = paged_mqa_logits.make_inputs(1, 2, 16, 64, 16, 32, seed=1, device=DEVICE)
+    for cfg in (PagedConfig(rows=8, splits=1, split_rows=True), PagedConfig(rows=2, splits=1, split_rows=True,
+                                                                            reduce_dot=True)):
+        with pytest.raises(ValueError, match="split_rows"):
+            fp8_paged_mqa_logits(**inputs, config=cfg)
+
+
+def test_default_configs_are_shape_only_and_bounded():
+    cpu = torch.device("cpu")
+    for batch, next_n, heads, mml, max_blocks in [(64, 1, 64, 111000, 167), (64, 2, 64, 111000, 666),
+                                                  (1, 4, 16, 128, 2), (128, 3, 32, 5000, None)]:
+        cfg = paged_mqa_logits.default_config(batch, next_n, heads, 64, mml, cpu, max_blocks=max_blocks)
+        assert cfg == paged_mqa_logits.default_config(batch, next_n, heads, 64, mml, cpu, max_blocks=max_blocks)
+        assert cfg.num_warps == 4 and cfg.rows * heads <= 128 and cfg.rows >= 1
+        blocks = min(max_blocks or 10**9, triton.cdiv(mml, 64))
+        row_tiles = triton.cdiv(next_n, cfg.rows)
+        # about PROGRAMS_PER_SM programs per SM, but never fewer than MIN_BLOCKS_PER_PROGRAM table entries each
+        assert 1 <= cfg.splits <= max(1, triton.cdiv(blocks, paged_mqa_logits.MIN_BLOCKS_PER_PROGRAM))
+        assert cfg.splits * batch * row_tiles < (paged_mqa_logits.PROGRAMS_PER_SM * _fp8.sm_count(cpu)
+                                                  + batch * row_tiles)
+    # a wide block table allows more splits than a narrow one
+    narrow = paged_mqa_logits.default_config(8, 1, 64, 64, 111000, cpu, max_blocks=20)
+    wide = paged_mqa_logits.default_config(8, 1, 64, 64, 111000, cpu, max_blocks=2000)
+    assert narrow.splits < wide.splits
+    m = mqa_logits.default_config(2048, 8192, 64, cpu)
+    assert (m.block_m, m.block_n, m.num_warps, m.num_stages) == (4, 64, 4, 3)
+
+
 def test_paged_rows_split_over_programs_and_empty_rows():
     # next_n 4 with one row per program; a request whose 1-D length < next_n has empty rows.
     inputs = paged_mqa_logits.make_inputs(2, 4, 16, 64, 16, 40, torch.tensor([2, 40]), seed=5, device=DEVICE)
@@ -293,13 +357,15 @@ def test_unsupported_device_is_refused():
         fp8_paged_mqa_logits(**inputs)
 
 
-def test_block_table_entries_past_each_sequence_are_never_read():
+@pytest.mark.parametrize("split_rows,pair", [(False, False), (True, True)])
+def test_block_table_entries_past_each_sequence_are_never_read(split_rows, pair):
     inputs = paged_mqa_logits.make_inputs(2, 2, 16, 64, 16, 64, torch.tensor([20, 47]), seed=7, device=DEVICE)
     ref = fp8_paged_mqa_logits_reference(**inputs, compute_dtype=torch.float64)
     bt = inputs["block_tables"]
-    bt[0, 2:] = -(2**30)  # request 0 needs blocks 0-1, request 1 blocks 0-2
+    bt[0, 2:] = -(2**30)  # request 0 needs blocks 0-1, request 1 blocks 0-2 (an odd count: a lone last pair)
     bt[1, 3:] = 2**30
-    check_against(fp8_paged_mqa_logits(**inputs, config=PagedConfig(rows=2, splits=3)), ref)
+    cfg = PagedConfig(rows=2, splits=3, split_rows=split_rows, pair_blocks=pair)
+    check_against(fp8_paged_mqa_logits(**inputs, config=cfg), ref)
 
 
 def test_paged_misaligned_cache_is_refused():

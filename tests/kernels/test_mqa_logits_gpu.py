@@ -90,6 +90,39 @@ def test_paged_launch_variants(cfg):
     check_against(fp8_paged_mqa_logits(**inputs, config=cfg, clean_logits=False), ref, cleaned=False)
 
 
+# The row-scoring and key-tile variants: each of split_rows and pair_blocks is on in four of
+# eight configs, and every (split_rows, pair_blocks) pair appears twice (e = a^c, f = b^c).
+SWEEP_VARIANTS = [PagedConfig(rows=(2, 4)[a], splits=(4, 16)[b], num_warps=(4, 8)[c], num_stages=(3, 4)[a ^ b],
+                              split_rows=bool(a ^ c), pair_blocks=bool(b ^ c))
+                  for a in (0, 1) for b in (0, 1) for c in (0, 1)]
+
+
+@pytest.mark.parametrize("cfg", SWEEP_VARIANTS, ids=str)
+def test_paged_row_and_tile_variants(cfg):
+    # next_n 3: with rows 2 the second row tile has a row past next_n; with rows 4 one program holds all.
+    inputs = deepgemm_inputs(8, 3, 2048, True, seed=10)
+    ref = fp8_paged_mqa_logits_reference(**inputs)
+    check_against(fp8_paged_mqa_logits(**inputs, config=cfg), ref)
+    raw = torch.full((8 * 3, MAX_MODEL_LEN), float("nan"), device="cuda")
+    fp8_paged_mqa_logits(**inputs, config=cfg, clean_logits=False, out=raw)
+    check_against(raw, ref, cleaned=False)
+    assert torch.isnan(raw[~torch.isfinite(ref)]).all()
+
+
+@pytest.mark.parametrize("avg,lens_2d", [(8192, False), (32768, True)])
+def test_deepgemm_next_n2_variants(avg, lens_2d):
+    """The next_n = 2 decode shapes with each variant the benchmark sweeps, at its launch sizes."""
+    inputs = deepgemm_inputs(64, 2, avg, lens_2d, seed=11)
+    ref = fp8_paged_mqa_logits_reference(**inputs)
+    out = torch.empty(128, MAX_MODEL_LEN, device="cuda")
+    for split_rows in (False, True):
+        for pair in (False, True):
+            cfg = PagedConfig(rows=2, splits=66, num_warps=4, num_stages=4, split_rows=split_rows, pair_blocks=pair)
+            out.fill_(float("nan"))
+            fp8_paged_mqa_logits(**inputs, config=cfg, out=out)
+            check_against(out, ref)
+
+
 @pytest.mark.parametrize("heads", [16, 32])
 @pytest.mark.parametrize("batch,next_n,ctx", [(1, 1, 128), (1, 1, 512), (2, 1, 256), (1, 4, 512)])
 def test_vllm_small_paged(batch, next_n, ctx, heads):
