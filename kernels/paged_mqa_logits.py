@@ -55,7 +55,11 @@ def default_config(batch: int, next_n: int, heads: int, block_size: int, max_mod
     # walk several blocks of the table.
     target = PROGRAMS_PER_SM * _fp8.sm_count(device)
     splits = max(1, min(triton.cdiv(target, batch * row_tiles), triton.cdiv(blocks, MIN_BLOCKS_PER_PROGRAM)))
-    return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=3)
+    if rows not in (2, 4):  # the per-row variant holds at most four query tiles
+        return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=3)
+    # Several query rows: a dot per row (no reshape for the head sum) over two KV blocks
+    # at a time was fastest on every next_n = 2 shape of the H200 sweep (docs/benchmarks.md).
+    return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=4, split_rows=True, pair_blocks=True)
 
 
 @triton.jit
