@@ -2,7 +2,9 @@
 
 The trace layer always runs (on the CPU with Triton's interpreter when no GPU
 is used). With ``gpu="auto"`` or ``"on"`` and a CUDA device, the trace layer
-runs natively and the capture layer runs after it.
+runs natively and the capture layer runs after it. Findings on lines with a
+``# graphcheck: expect[...]`` marker naming their code come back ``expected``
+and do not make the report fail.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ class Report:
     case: str
     findings: list[Finding] = dataclasses.field(default_factory=list)
     skipped: list[str] = dataclasses.field(default_factory=list)
-    #: layer name -> "pass" | "fail" | "skipped: <reason>"
+    #: layer name -> "pass" | "expected" | "fail" | "skipped: <reason>"; "expected": every finding at warning
+    #: or above was expected by an expect marker on its line
     layers: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        """No finding at warning or above."""
+        """No unexpected finding at warning or above."""
         return not at_or_above(self.findings, Severity.WARNING)
 
     def to_dict(self) -> dict[str, Any]:
@@ -42,7 +45,15 @@ def _cuda_available() -> bool:
 
 
 def _status(findings: list[Finding]) -> str:
-    return "fail" if at_or_above(findings, Severity.WARNING) else "pass"
+    if at_or_above(findings, Severity.WARNING):
+        return "fail"
+    return "expected" if at_or_above(findings, Severity.WARNING, include_expected=True) else "pass"
+
+
+def _marked(findings: "list[Finding]") -> list[Finding]:
+    from graphcheck.expectations import mark_expected
+
+    return mark_expected(findings)
 
 
 def _internal_error(case: Case, exc: BaseException, layer: str) -> Finding:
@@ -92,9 +103,10 @@ def _run_trace_layer(case: Case, cuda: bool, examples: int, report: Report) -> N
 
     try:
         trace = run_trace(case, device="cuda" if cuda else "cpu", examples=examples)
-        report.findings += trace.findings
+        found = _marked(trace.findings)
+        report.findings += found
         report.skipped += trace.skipped
-        report.layers["trace"] = f"skipped: {trace.skipped[0]}" if trace.skipped and not trace.recorders else _status(trace.findings)
+        report.layers["trace"] = f"skipped: {trace.skipped[0]}" if trace.skipped and not trace.recorders else _status(found)
     except Exception as exc:  # a bug in graphcheck must not take the whole run down
         report.findings.append(_internal_error(case, exc, "trace"))
         report.layers["trace"] = "fail"
@@ -116,7 +128,8 @@ def _run_capture_layer(case: Case, gpu: str, cuda: bool, examples: int, timeout:
         else:
             try:
                 found, skipped = check_capture(case, examples=examples, timeout=timeout, isolate=isolate)
-                report.findings += list(found)
+                found = _marked(list(found))
+                report.findings += found
                 report.skipped += list(skipped)
                 # Notes such as "isolation skipped" or "graph inspection unavailable" leave
                 # the layer run; only a reason saying the whole layer was skipped does not.

@@ -4,7 +4,9 @@ An audit target is a dotted module name (a package stands for every module in
 it), a ``.py`` file or a directory. Auditing one means: lint its source files
 (never importing them), then import the modules that textually declare cases
 (``GRAPHCHECK_CASES`` / ``graphcheck_cases``) and run each case through
-:func:`graphcheck.check`. Nothing here re-implements a check.
+:func:`graphcheck.check`. Nothing here re-implements a check. Findings expected
+by ``# graphcheck: expect[...]`` markers do not fail an audit; markers the trace
+or capture layer owed and did not meet are GC008 (:func:`verify_expectations`).
 """
 
 from __future__ import annotations
@@ -57,10 +59,12 @@ class AuditResult:
     files_checked: int = 0
     lines: int = 0
     seconds: float = 0.0
+    #: GC008 from the dynamic layers: ``expect`` markers a layer that ran owed and did not meet
+    expectation_findings: list[Finding] = dataclasses.field(default_factory=list)
 
     @property
     def findings(self) -> list[Finding]:
-        out = list(self.lint_findings) + list(self.discovery_findings)
+        out = list(self.lint_findings) + list(self.discovery_findings) + list(self.expectation_findings)
         for case in self.cases:
             out += case.report.findings
         return out
@@ -253,7 +257,31 @@ def run_cases(sources: Sequence[str], gpu: str = "auto", examples: int = 4, time
         results.append(CaseResult(source, case.name, report, time.perf_counter() - started))
     if progress:
         progress("", len(declared), len(declared))
-    return results, [_relative(f) for f in problems]
+    from graphcheck.expectations import mark_expected
+
+    return results, mark_expected(_relative(f) for f in problems)
+
+
+def verify_expectations(result: AuditResult) -> list[Finding]:
+    """GC008 for the ``expect`` markers of each case-declaring file that its trace or capture layer owed.
+
+    A layer gives a verdict on a file only when it ran (passed or failed, not
+    skipped) for every case the file declares. Stores and returns the findings.
+    """
+    from graphcheck.expectations import declaring_file, missing_dynamic
+
+    by_file: dict[str, list[CaseResult]] = {}
+    for case in result.cases:
+        path = declaring_file(case.source)
+        if path is not None:
+            by_file.setdefault(os.path.realpath(path), []).append(case)
+    ran = {}
+    for path, cases in by_file.items():
+        ran[path] = [layer for layer in ("trace", "capture")
+                     if all(not c.report.layers.get(layer, "skipped").startswith("skipped") for c in cases)]
+    findings = [f for c in result.cases for f in c.report.findings]
+    result.expectation_findings = missing_dynamic(ran, findings, display=lambda p: _display(Path(p)))
+    return result.expectation_findings
 
 
 def _relative(finding: Finding) -> Finding:
@@ -285,5 +313,6 @@ def audit(targets: Sequence[str], *, gpu: str = "auto", examples: int = 4, confi
     sources = list(dict.fromkeys(s for t in resolved for s in t.case_sources))
     result.cases, result.discovery_findings = run_cases(sources, gpu=gpu, examples=examples, timeout=timeout,
                                                         progress=progress)
+    verify_expectations(result)
     result.seconds = time.perf_counter() - started
     return result

@@ -45,6 +45,8 @@ class Finding:
     ``evidence`` carries layer-specific facts as plain JSON-able values: the op
     (``"aten._local_scalar_dense"``), the CUDA error code, the launch argument and
     the values seen for it, the max error and the seed that reproduces it.
+    ``expected`` is set when a ``# graphcheck: expect[CODE]`` marker on the
+    finding's line names its code: it is still reported, but never fails a run.
     """
 
     code: str
@@ -58,6 +60,7 @@ class Finding:
     layer: str = "static"
     case: str | None = None
     evidence: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    expected: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "severity", Severity.parse(self.severity))
@@ -77,6 +80,7 @@ class Finding:
             "layer": self.layer,
             "case": self.case,
             "evidence": dict(self.evidence),
+            "expected": self.expected,
         }
 
     @classmethod
@@ -93,6 +97,7 @@ class Finding:
             layer=data.get("layer") or "static",
             case=data.get("case"),
             evidence=dict(data.get("evidence") or {}),
+            expected=bool(data.get("expected", False)),
         )
 
     def sort_key(self) -> tuple:
@@ -104,7 +109,12 @@ class Finding:
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def at_or_above(findings: Iterable[Finding], threshold: "str | Severity") -> list[Finding]:
-    """The findings whose severity is at least ``threshold``."""
+def at_or_above(findings: Iterable[Finding], threshold: "str | Severity", *,
+                include_expected: bool = False) -> list[Finding]:
+    """The findings whose severity is at least ``threshold``.
+
+    Expected findings (``Finding.expected``) are left out unless ``include_expected``:
+    this is what every exit code and assertion counts.
+    """
     level = Severity.parse(threshold).rank
-    return [f for f in findings if f.severity.rank >= level]
+    return [f for f in findings if f.severity.rank >= level and (include_expected or not f.expected)]

@@ -62,6 +62,8 @@ _RULES = [
          "Run the case alone under compute-sanitizer to find the faulting access."),
     Rule("GC007", "case-timeout", E, (C,), "A case did not finish within the timeout (a hang, or far too slow).",
          "Look for a device-side spin or an unbounded loop; raise --timeout only if the case is just slow."),
+    Rule("GC008", "expected-finding-missing", E, (S, T, C), "A `graphcheck: expect[CODE]` marker names a finding that was not reported on its line.",
+         "Fix the check that stopped reporting it, or correct the marker (its codes, and @layer for the layers that owe it)."),
     # GC1xx: host sync
     Rule("GC101", "item", E, (S, T, C), "`.item()` copies a device value to the host and synchronizes.",
          "Keep the value on the device: pass the tensor to the kernel and load it there."),

@@ -32,7 +32,7 @@ def zero_inactive_dev(x_ptr, out_ptr, n_active_ptr, COLS: tl.constexpr):
 
 
 def mask_rows_bad(x, n_active, out):
-    zero_inactive_const[(x.shape[0],)](x, out, N_ACTIVE=n_active, COLS=x.shape[1])  # GC403
+    zero_inactive_const[(x.shape[0],)](x, out, N_ACTIVE=n_active, COLS=x.shape[1])  # graphcheck: expect[GC403@trace+capture]
     return out
 
 

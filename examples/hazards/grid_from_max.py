@@ -22,10 +22,10 @@ def row_prefix_copy(x_ptr, lens_ptr, out_ptr, stride, BLOCK: tl.constexpr):
 
 
 def copy_bad(x, lens, out):
-    max_len = lens.max().item()  # GC101
+    max_len = lens.max().item()  # graphcheck: expect[GC101]
     grid = (x.shape[0], triton.cdiv(max_len, BLOCK))
     out.zero_()
-    row_prefix_copy[grid](x, lens, out, x.shape[1], BLOCK=BLOCK)  # GC401
+    row_prefix_copy[grid](x, lens, out, x.shape[1], BLOCK=BLOCK)  # graphcheck: expect[GC401@static+trace]
     return out
 
 

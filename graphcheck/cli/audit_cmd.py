@@ -18,7 +18,9 @@ where a CUDA device exists, the capture layer. A TARGET is a dotted module name
 EPILOG = """\
 exit codes:
   0  no finding at or above --fail-on
-  1  findings at or above --fail-on
+  1  findings at or above --fail-on (expected findings, named by a
+     "# graphcheck: expect[CODE]" marker on their line, never count; a marker
+     whose finding is missing is GC008)
   2  usage or configuration error (a target that does not exist, --gpu required
      without a CUDA device)
 

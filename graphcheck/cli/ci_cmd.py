@@ -72,13 +72,16 @@ def _under(path: Path, roots: list[Path]) -> bool:
     return not roots or any(path == r or r in path.parents for r in roots)
 
 
-_TOOL_CODES = ("GC001", "GC002", "GC003")  # a file that could not be checked is reported wherever it points
+# a file that could not be checked, or whose expect markers were not met, is reported wherever it points
+_TOOL_CODES = ("GC001", "GC002", "GC003", "GC008")
 
 
 def step_summary(findings, n_files: int, n_cases: int, base: str, sarif: str | None) -> str:
     """One markdown paragraph for ``$GITHUB_STEP_SUMMARY``."""
     from graphcheck.report.summary import counts_by_code
 
+    expected = sum(1 for f in findings if f.expected)
+    findings = [f for f in findings if not f.expected]
     if not findings:
         verdict = "**graphcheck: no new CUDA-graph hazards.**"
     else:
@@ -86,6 +89,8 @@ def step_summary(findings, n_files: int, n_cases: int, base: str, sarif: str | N
         verdict = f"**graphcheck: {len(findings)} new finding{'s' if len(findings) != 1 else ''}**: {codes}."
     text = (f"{verdict} Checked {n_files} changed file{'s' if n_files != 1 else ''} since `{base[:12]}` and "
             f"{n_cases} declared case{'s' if n_cases != 1 else ''} of changed kernel modules.")
+    if expected:
+        text += f" {expected} expected finding{'s' if expected != 1 else ''} (`graphcheck: expect` markers) not counted."
     if findings:
         text += " Each finding is annotated on its line"
         text += "; the SARIF report feeds code scanning." if sarif else "."
@@ -96,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     from graphcheck import config as config_mod
     from graphcheck import gitdiff
     from graphcheck.audit import AuditResult, Target, _case_source_for_file, declares_cases, run_cases
+    from graphcheck.audit import verify_expectations
     from graphcheck.findings import at_or_above
     from graphcheck.lint.engine import lint_paths
     from graphcheck.lint.files import language_of
@@ -143,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
                 [_case_source_for_file(p) for p in kernel_files], gpu=args.gpu)
         except (RuntimeError, ValueError) as exc:
             return _err(str(exc))
+        verify_expectations(result)
         for target in result.targets:
             if Path(target.given).resolve() in {p.resolve() for p in kernel_files}:
                 target.case_sources = [target.given]

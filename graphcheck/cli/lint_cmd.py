@@ -19,7 +19,9 @@ nearest pyproject.toml (or --config); command-line options override them.
 EPILOG = """\
 exit codes:
   0  no finding at or above --fail-on
-  1  findings at or above --fail-on
+  1  findings at or above --fail-on (a finding on a line whose
+     "# graphcheck: expect[CODE]" marker names its code is expected and never
+     counts; a marker whose finding is missing is GC008)
   2  usage or configuration error (a path that does not exist, an unknown rule
      code, a bad config file)
 

@@ -75,7 +75,10 @@ def decode(data: bytes, language: str) -> str:
 
 
 def lint_source(source: str, path: str, language: str, options: _Options | None = None) -> list[Finding]:
-    """Run the rules for ``language`` on decoded ``source`` and apply inline suppressions."""
+    """Run the rules for ``language`` on decoded ``source``, apply inline suppressions, and add GC008
+    for each ``expect`` marker the static layer owes but did not meet (findings are not yet marked
+    ``expected``: :func:`lint_paths` does that after the cache)."""
+    from graphcheck import expectations
     from graphcheck.lint import suppress
 
     options = options or _Options(False, (), Config().max_file_size)
@@ -83,10 +86,12 @@ def lint_source(source: str, path: str, language: str, options: _Options | None 
         from graphcheck.lint.python_rules import lint_python
 
         found = lint_python(source, path, all_functions=options.all_functions, entry_points=options.entry_points)
-        return suppress.filter_python(found, source)
-    from graphcheck.lint.cpp_rules import lint_cpp
+        found = suppress.filter_python(found, source)
+    else:
+        from graphcheck.lint.cpp_rules import lint_cpp
 
-    return suppress.filter_cpp(lint_cpp(source, path), source)
+        found = suppress.filter_cpp(lint_cpp(source, path), source)
+    return found + expectations.missing_static(found, path, source=source, language=language)
 
 
 def _lint_file(path: str, display: str, language: str, known_digest: str | None, options: _Options) -> dict[str, Any]:
@@ -254,5 +259,8 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
             if config.selects(f.code) and not (ignored and rules.matches(f.code, ignored)):
                 findings.append(f)
     findings.sort(key=Finding.sort_key)
+    from graphcheck.expectations import mark_expected
+
+    findings = mark_expected(findings)
     return LintResult(findings=findings, files_checked=len(discovery.files), lines=lines, from_cache=from_cache,
                       seconds=time.perf_counter() - started, skipped=discovery.skipped)

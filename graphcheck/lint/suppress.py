@@ -1,22 +1,90 @@
-"""Inline suppressions: ``# graphcheck: ignore[GC101, GC102]`` / ``// graphcheck: ignore``.
+"""Inline markers: ``# graphcheck: ignore[GC101, GC102]`` and ``# graphcheck: expect[GC101]``.
 
-A suppression comment applies to the line it is on. With codes in brackets it
-drops the findings with those codes (or code prefixes); bare, it drops every
-finding on the line. Only lines that carry a finding are examined, so this costs
-nothing on clean files. In Python the marker must sit in a real comment: a ``#``
-inside a string literal on that line does not count.
+Both apply to the line they are on, in a ``#`` comment (Python) or a ``//`` /
+``/* */`` comment (C++); a marker inside a string literal does not count.
+:func:`comments` is the one comment scanner both use.
+
+- ``ignore``: with codes in brackets it drops the findings with those codes (or
+  code prefixes); bare, it drops every finding on the line. Only files with a
+  finding and the word ``graphcheck`` are scanned, so this costs nothing on clean
+  files.
+- ``expect``: the inverse. The findings named (exact codes) are expected on that
+  line: still reported, marked ``expected``, never failing a run; and a layer
+  that should have reported one and did not yields GC008 (see
+  :mod:`graphcheck.expectations`). A code may name the layers that must report
+  it: ``GC107@trace``, ``GC101@static+trace``; without ``@`` every layer that
+  can produce the code must (for Python files the static layer produces every
+  static code except the C++-only ones, for C++ files only those).
 """
 
 from __future__ import annotations
 
+import io
 import re
-from typing import Iterable, Mapping
+import tokenize
+from typing import Iterable, Mapping, NamedTuple
 
 from graphcheck.findings import Finding
 
 _MARKER = re.compile(r"graphcheck\s*:\s*ignore\b(?:\s*\[([^\]]*)\])?", re.I)
+_EXPECT = re.compile(r"graphcheck\s*:\s*expect\s*\[([^\]]*)\]", re.I)
 
 ALL = frozenset({"*"})
+
+
+class Expectation(NamedTuple):
+    """One code of an ``expect`` marker; ``layers`` None means every layer that can produce it."""
+
+    code: str
+    layers: frozenset[str] | None
+
+
+def parse_expect(comment: str) -> list[Expectation]:
+    """The expectations of every ``graphcheck: expect[...]`` marker in a comment (empty if none)."""
+    out = []
+    for m in _EXPECT.finditer(comment):
+        for entry in re.split(r"[,\s]+", m.group(1)):
+            if not entry.strip():
+                continue
+            code, at, layers = entry.strip().partition("@")
+            names = frozenset(x.strip().lower() for x in layers.split("+") if x.strip()) if at else None
+            out.append(Expectation(code.strip().upper(), names))
+    return out
+
+
+def comments(source: str, language: str) -> dict[int, list[str]]:
+    """The comments of a source file by (1-based) line: Python through ``tokenize``, C++ by its lexer."""
+    if language != "python":
+        from graphcheck.lint.cpp_rules import blank
+
+        return blank(source)[1]
+    found: dict[int, list[str]] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                found.setdefault(tok.start[0], []).append(tok.string)
+    except (tokenize.TokenError, SyntaxError):
+        # unfinished code (say, an unclosed bracket): fall back to reading each line on its own
+        found = {}
+        for n, line in enumerate(source.splitlines(), 1):
+            comment = python_comment(line)
+            if comment:
+                found[n] = [comment]
+    return found
+
+
+def expect_markers(source: str, language: str) -> dict[int, list[Expectation]]:
+    """Every ``expect`` marker of a file: line -> its expectations."""
+    if "expect" not in source:
+        return {}
+    out: dict[int, list[Expectation]] = {}
+    for line, texts in comments(source, language).items():
+        for text in texts:
+            found = parse_expect(text)
+            if found:
+                # a /* */ comment spanning lines applies to the line it starts on, like ignore
+                out.setdefault(line, []).extend(found)
+    return out
 
 
 def parse_marker(comment: str) -> frozenset[str] | None:
@@ -65,18 +133,7 @@ def filter_python(findings: Iterable[Finding], source: str) -> list[Finding]:
     findings = list(findings)
     if not findings or "graphcheck" not in source:
         return findings
-    lines = source.splitlines()
-    cache: dict[int, frozenset[str] | None] = {}
-    kept = []
-    for f in findings:
-        if f.line not in cache:
-            text = lines[f.line - 1] if 0 < f.line <= len(lines) else ""
-            comment = python_comment(text)
-            cache[f.line] = parse_marker(comment) if comment else None
-        codes = cache[f.line]
-        if codes is None or not _suppressed(f.code, codes):
-            kept.append(f)
-    return kept
+    return filter_by_comments(findings, comments(source, "python"))
 
 
 def filter_by_comments(findings: Iterable[Finding], comments: Mapping[int, list[str]]) -> list[Finding]:
@@ -99,7 +156,4 @@ def filter_cpp(findings: Iterable[Finding], source: str) -> list[Finding]:
     findings = list(findings)
     if not findings or "graphcheck" not in source:
         return findings
-    from graphcheck.lint.cpp_rules import blank
-
-    _, comments = blank(source)
-    return filter_by_comments(findings, comments)
+    return filter_by_comments(findings, comments(source, "cpp"))

@@ -1,7 +1,9 @@
 """The audit report: one row per case and layer, then the findings as ``lint`` shows them.
 
-Text puts the case table first (what passed, failed or was skipped, and why),
-then every finding with its source line and hint (the shared text renderer).
+Text puts the case table first (what passed, failed or was skipped, and why;
+``expected`` when every finding of the layer was expected by a
+``# graphcheck: expect[...]`` marker), then every finding with its source line
+and hint (the shared text renderer).
 JSON is an object with the findings and the per-case rows; SARIF and GitHub
 annotations carry the findings only (their formats have no place for a pass).
 """
@@ -48,9 +50,14 @@ def case_rows(result) -> list[tuple[str, str, str, str]]:
             if layer not in report.layers:
                 continue
             status, detail = _status_and_reason(report.layers[layer])
-            if status == "fail":
-                codes = sorted({f.code for f in report.findings if f.layer == layer})
-                detail = ", ".join(codes)
+            if status in ("fail", "expected"):
+                mine = [f for f in report.findings if f.layer == layer]
+                codes = sorted({f.code for f in mine if not f.expected})
+                expected = sorted({f.code for f in mine if f.expected})
+                if status == "expected":
+                    detail = ", ".join(expected)
+                else:
+                    detail = ", ".join(codes) + (f" (expected: {', '.join(expected)})" if expected else "")
             rows.append((case.source, layer, status, detail))
     return rows
 
@@ -73,7 +80,7 @@ def _rich_table(table: Table, width: int | None) -> str:
     from rich.console import Console
     from rich.table import Table as RichTable
 
-    style = {"pass": "green", "fail": "bold red", "skipped": "yellow"}
+    style = {"pass": "green", "expected": "green", "fail": "bold red", "skipped": "yellow"}
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=width or 100, highlight=False)
     rt = RichTable(title=table.title, title_justify="left")
@@ -88,11 +95,12 @@ def _rich_table(table: Table, width: int | None) -> str:
 
 def notes(result, declare_hint: bool = True) -> list[str]:
     out = []
-    counts = {"pass": 0, "fail": 0, "skipped": 0}
+    counts = {"pass": 0, "expected": 0, "fail": 0, "skipped": 0}
     for _, _, status, _ in case_rows(result):
         counts[status] = counts.get(status, 0) + 1
     if result.cases:
-        out.append(f"cases: {len(result.cases)}  layers passed: {counts['pass']}  failed: {counts['fail']}  "
+        expected = f"  failed as expected: {counts['expected']}" if counts["expected"] else ""
+        out.append(f"cases: {len(result.cases)}  layers passed: {counts['pass']}{expected}  failed: {counts['fail']}  "
                    f"skipped: {counts['skipped']}")
     empty = [t.given for t in result.targets if not t.case_sources]
     if empty and declare_hint:

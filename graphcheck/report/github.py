@@ -1,7 +1,10 @@
 """GitHub Actions workflow commands: one ``::error``/``::warning``/``::notice`` per finding.
 
 Escaping follows the workflow-command rules: in the message ``%``, ``\\r`` and
-``\\n`` are percent-encoded; in properties ``:`` and ``,`` are too.
+``\\n`` are percent-encoded; in properties ``:`` and ``,`` are too. Expected
+findings (a ``# graphcheck: expect[...]`` marker on their line) get no
+annotation: they are meant to be there, and the text, JSON and SARIF reports
+still list them.
 """
 
 from __future__ import annotations
@@ -36,4 +39,4 @@ def github_line(f: Finding) -> str:
 
 
 def render_github(findings: Sequence[Finding]) -> str:
-    return "".join(github_line(f) + "\n" for f in findings)
+    return "".join(github_line(f) + "\n" for f in findings if not f.expected)

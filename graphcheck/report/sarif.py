@@ -3,7 +3,9 @@
 Every rule of the catalog is listed in ``tool.driver.rules`` (so ``ruleIndex``
 is stable across runs) with its one-line summary, hint and full page as help.
 Result locations are relative URIs against ``%SRCROOT%`` (the directory the
-report was made from) with 1-based line and column.
+report was made from) with 1-based line and column. An expected finding (a
+``# graphcheck: expect[...]`` marker on its line) carries an ``inSource``
+suppression, so code scanning lists it as suppressed rather than open.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from graphcheck.findings import Finding
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/cuda-graphcheck/"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
+EXPECTED_JUSTIFICATION = "expected by a graphcheck: expect marker"
 
 
 def _rule_descriptor(rule: rules.Rule) -> dict[str, Any]:
@@ -71,6 +74,8 @@ def to_sarif(findings: Sequence[Finding], *, srcroot: str | None = None) -> dict
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]
+        if f.expected:
+            result["suppressions"] = [{"kind": "inSource", "justification": EXPECTED_JUSTIFICATION}]
         results.append(result)
     root = Path(srcroot) if srcroot else Path.cwd()
     return {

@@ -47,13 +47,21 @@ def severity_counts(findings: Sequence[Finding]) -> dict[str, int]:
 
 
 def one_line(findings: Sequence[Finding], summary: Summary | None = None) -> str:
-    """``3 findings (2 errors, 1 warning) in 12 files`` and the like."""
-    n = len(findings)
-    sev = severity_counts(findings)
+    """``3 findings (2 errors, 1 warning) in 12 files`` and the like.
+
+    Expected findings are not counted as findings: ``0 findings (6 expected)``.
+    """
+    counted = [f for f in findings if not f.expected]
+    expected = len(findings) - len(counted)
+    n = len(counted)
+    sev = severity_counts(counted)
     parts = [f"{v} {k}{'' if v == 1 else 's'}" for k, v in sev.items() if v]
     text = f"{n} finding{'' if n == 1 else 's'}"
-    if parts:
-        text += f" ({', '.join(parts)})"
+    inside = ", ".join(parts)
+    if expected:
+        inside = f"{inside}; {expected} expected" if inside else f"{expected} expected"
+    if inside:
+        text += f" ({inside})"
     if summary is not None and summary.files_checked is not None:
         text += f" in {summary.files_checked} file{'' if summary.files_checked == 1 else 's'}"
         if summary.seconds is not None:

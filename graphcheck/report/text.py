@@ -2,12 +2,15 @@
 
 With ``color`` the report is rich markup for a terminal (colours, a boxed summary
 table); without it, plain text with no escape codes or box drawing, for logs and
-files.
+files. An expected finding (``# graphcheck: expect[...]`` on its line) is labelled
+``[expected]`` after its severity (and dimmed in colour) and not counted in the
+last line.
 """
 
 from __future__ import annotations
 
 import io
+from collections import Counter
 from typing import Sequence
 
 from graphcheck.findings import Finding
@@ -27,7 +30,8 @@ def _header(f: Finding) -> str:
     if f.layer != "static":
         extra.append(f"{f.layer} layer")
     tail = f" ({', '.join(extra)})" if extra else ""
-    return f"{where} {f.code} [{f.severity.value}] {f.message}{tail}"
+    label = " [expected]" if f.expected else ""
+    return f"{where} {f.code} [{f.severity.value}]{label} {f.message}{tail}"
 
 
 def _snippet(f: Finding) -> list[tuple[str, bool]]:
@@ -56,7 +60,11 @@ def _plain_table(table: Table) -> list[str]:
 
 def _tables(findings: Sequence[Finding], summary: Summary | None) -> list[Table]:
     tables = []
-    if findings:
+    if findings and any(f.expected for f in findings):
+        expected = Counter(f.code for f in findings if f.expected)
+        tables.append(Table("Findings by rule", ("code", "name", "severity", "count", "expected"),
+                            [(c, n, s, str(k), str(expected.get(c, 0))) for c, n, s, k in counts_by_code(findings)]))
+    elif findings:
         tables.append(Table("Findings by rule", ("code", "name", "severity", "count"),
                             [(c, n, s, str(k)) for c, n, s, k in counts_by_code(findings)]))
     if summary is not None:
@@ -113,6 +121,15 @@ def _render_rich(findings: Sequence[Finding], summary: Summary | None, width: in
     console = Console(file=buf, force_terminal=True, width=width or 100, highlight=False, soft_wrap=True)
     for f in findings:
         head = Text()
+        if f.expected:  # shown dimmed: reported, but meant to be there
+            head.append(_header(f), style="dim")
+            console.print(head)
+            for text, _ in _snippet(f):
+                console.print(Text(text, style="dim"))
+            if f.hint:
+                console.print(Text(f"  hint: {f.hint}", style="dim"))
+            console.print()
+            continue
         head.append(f"{f.path}:{f.line}:{f.col + 1} ", style="bold")
         head.append(f.code, style=_STYLE[f.severity.value])
         head.append(f" [{f.severity.value}] ", style=_STYLE[f.severity.value])
@@ -133,9 +150,12 @@ def _render_rich(findings: Sequence[Finding], summary: Summary | None, width: in
         console.print(rt)
     for line in _stats(summary) + (summary.notes if summary else []):
         console.print(Text(line, style="dim"))
-    if findings:
+    counted = [f for f in findings if not f.expected]
+    if counted:
         console.print(Text(one_line(findings, summary), style="bold red" if any(
-            f.severity.value == "error" for f in findings) else "bold yellow"))
+            f.severity.value == "error" for f in counted) else "bold yellow"))
+    elif findings:
+        console.print(Text(one_line(findings, summary), style="bold green"))
     else:
         console.print(Text("No findings.", style="bold green"))
     return buf.getvalue()

@@ -20,7 +20,7 @@ def load_module(path, name):
 
 
 def marked_line(path, function, marker):
-    """The line in ``function`` of file ``path`` carrying the comment ``marker`` (e.g. ``# GC101``)."""
+    """The line in ``function`` of file ``path`` whose text contains ``marker`` (e.g. ``expect[GC101``)."""
     import inspect
 
     module = sys.modules[function.__module__]

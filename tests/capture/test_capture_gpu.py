@@ -11,6 +11,8 @@ import inspect
 import pytest
 
 from graphcheck.capture import check_capture
+from graphcheck.expectations import owed_by
+from graphcheck.lint.suppress import expect_markers
 
 from capture_helpers import load_module
 
@@ -49,29 +51,33 @@ def results():
         return {name: fut.result() for name, fut in futures.items()}
 
 
-def _marker_line(fn, marker):
+def _marker_line(fn, code):
+    """The line of ``fn`` whose `# graphcheck: expect[...]` marker names ``code`` as owed by the capture layer."""
+    path = fn.__code__.co_filename
     lines, start = inspect.getsourcelines(fn)
-    for offset, text in enumerate(lines):
-        if marker in text:
-            return start + offset
-    raise AssertionError(f"no {marker!r} in {fn.__name__}")
+    markers = expect_markers(open(path, encoding="utf-8").read(), "python")
+    for line in range(start, start + len(lines)):
+        if any(e.code == code and owed_by(e, "capture", "python") for e in markers.get(line, ())):
+            return line
+    raise AssertionError(f"no expect[{code}] marker owed by the capture layer in {fn.__name__}")
 
 
 def _describe(findings):
     return "\n".join(f"{f.code} {f.path}:{f.line} {f.message}" for f in findings)
 
 
-# (case, rule, function, how to find the expected line: a "# GCxxx" marker, or "def" for the function itself)
+# (case, rule, function, how to find the expected line: "expect" for the line whose
+# expect marker names the rule for the capture layer, or "def" for the function itself)
 BAD = [
-    ("item_in_wrapper_bad", "GC101", "item_in_wrapper", "scale_bad", "# GC101"),
-    ("grid_from_max_bad", "GC101", "grid_from_max", "copy_bad", "# GC101"),
-    ("scalar_from_tensor_bad", "GC102", "scalar_from_tensor", "head_bad", "# GC102"),
-    ("bool_mask_index_bad", "GC107", "bool_mask_index", "positive_sum_bad", "# GC107"),
-    ("tensor_from_list_bad", "GC301", "tensor_from_list", "sums_bad", "# GC301"),
-    ("constexpr_per_call_bad", "GC403", "constexpr_per_call", "mask_rows_bad", "# GC403"),
-    ("side_stream_bad", "GC202", "side_stream", "scale_shift_bad", "# GC202"),
-    ("grid_from_host_tensor_bad", "GC401", "grid_from_host_tensor", "double_prefix_bad", "# GC401"),
-    ("legacy_stream_bad", "GC204", "legacy_stream", "add_seven_bad", "def"),
+    ("item_in_wrapper_bad", "GC101", "item_in_wrapper", "scale_bad", "expect"),
+    ("grid_from_max_bad", "GC101", "grid_from_max", "copy_bad", "expect"),
+    ("scalar_from_tensor_bad", "GC102", "scalar_from_tensor", "head_bad", "expect"),
+    ("bool_mask_index_bad", "GC107", "bool_mask_index", "positive_sum_bad", "expect"),
+    ("tensor_from_list_bad", "GC301", "tensor_from_list", "sums_bad", "expect"),
+    ("constexpr_per_call_bad", "GC403", "constexpr_per_call", "mask_rows_bad", "expect"),
+    ("side_stream_bad", "GC202", "side_stream", "scale_shift_bad", "expect"),
+    ("grid_from_host_tensor_bad", "GC401", "grid_from_host_tensor", "double_prefix_bad", "expect"),
+    ("legacy_stream_bad", "GC204", "legacy_stream", "add_seven_bad", "expect"),
     ("escaped_next_to_captured_work", "GC203", "gpu_cases", "escaped_next_to_captured_work", "def"),
 ]
 
@@ -79,7 +85,7 @@ BAD = [
 @pytest.mark.parametrize("case_name, code, module, function, marker", BAD, ids=[b[0] for b in BAD])
 def test_bad_case_reports_rule_and_line(results, case_name, code, module, function, marker):
     fn = getattr(_modules()[module], function)
-    line = fn.__code__.co_firstlineno if marker == "def" else _marker_line(fn, marker)
+    line = fn.__code__.co_firstlineno if marker == "def" else _marker_line(fn, code)
     findings, skipped = results[case_name]
     hits = [f for f in findings if f.code == code]
     assert hits, f"expected {code} for {case_name}; got:\n{_describe(findings)}\nskipped: {skipped}"

@@ -70,6 +70,14 @@ def test_collects_cases_without_configuration(repo):
     assert "hint: Keep the value on the device" in out
 
 
+def test_expected_finding_does_not_fail_its_item(repo):
+    marked = OPS.replace("s = x.sum().item()", "s = x.sum().item()  # graphcheck: expect[GC101]")
+    repo.path.joinpath("mykernels", "ops.py").write_text(marked)
+    result = repo.runpytest_inprocess("--graphcheck", "-v", "-k", "unsafe and trace", *_NO_CACHE)
+    result.assert_outcomes(passed=1, deselected=6)
+    assert "mykernels/ops.py::unsafe[trace] PASSED" in result.stdout.str()
+
+
 @pytest.mark.skipif("_cuda()")
 def test_gpu_required_fails_capture_items(repo):
     result = repo.runpytest_inprocess("--graphcheck", "--graphcheck-gpu=required", "-k", "safe and not unsafe",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,8 @@ import triton.language as tl
 
 import graphcheck
 from graphcheck.discovery import load_cases
+from graphcheck.expectations import owed_by
+from graphcheck.lint.suppress import expect_markers
 from graphcheck.trace.recorder import Recorder
 from graphcheck.trace.runner import run_trace
 
@@ -25,7 +26,6 @@ pytestmark = pytest.mark.gpu
 HAZARDS = Path(__file__).resolve().parents[2] / "examples" / "hazards"
 TRACE_HAZARDS = ("item_in_wrapper", "grid_from_max", "constexpr_per_call", "bool_mask_index", "tensor_from_list",
                  "scalar_from_tensor")
-_MARK = re.compile(r"#\s*(GC\d{3})\s*$")
 
 
 def _line_of(fn, needle):
@@ -36,7 +36,8 @@ def _line_of(fn, needle):
 @pytest.mark.parametrize("name", TRACE_HAZARDS)
 def test_zoo_natively_on_cuda(name):
     path = HAZARDS / f"{name}.py"
-    want = {(m.group(1), i) for i, l in enumerate(path.read_text().splitlines(), 1) if (m := _MARK.search(l))}
+    markers = expect_markers(path.read_text(), "python")
+    want = {(e.code, line) for line, found in markers.items() for e in found if owed_by(e, "trace", "python")}
     cases = {c.name: c for _, c in load_cases(path, interpret=False)}
     bad = run_trace(cases[f"{name}_bad"], device="cuda", examples=3)
     got = {(f.code, f.line) for f in bad.findings if f.severity != graphcheck.Severity.INFO}
