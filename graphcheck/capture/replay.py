@@ -115,32 +115,59 @@ def output_tensors(outputs: Any, names: Any, inputs: Mapping[str, Any]) -> dict[
     return {}
 
 
+def _leaves(value: Any) -> "tuple[list[Any], Any]":
+    """The leaves of an argument and its container structure (tuples, lists, dicts of tensors)."""
+    from torch.utils._pytree import tree_flatten
+
+    return tree_flatten(value)
+
+
+def copy_inputs(captured: Mapping[str, Any], fresh: Mapping[str, Any]) -> None:
+    """Copy every tensor of ``fresh`` into the matching captured buffer, also inside containers."""
+    import torch
+
+    for name, value in fresh.items():
+        for old, new in zip(_leaves(captured[name])[0], _leaves(value)[0]):
+            if isinstance(new, torch.Tensor):
+                old.copy_(new)
+
+
 def input_problems(captured: Mapping[str, Any], fresh: Mapping[str, Any]) -> list[str]:
-    """Why ``fresh`` inputs cannot be copied into the ``captured`` buffers (empty if they can)."""
+    """Why ``fresh`` inputs cannot be copied into the ``captured`` buffers (empty if they can).
+
+    Arguments may be tensors, plain values, or tuples, lists and dicts of them
+    (e.g. ``kv=(k, k_scale)``): each leaf is checked the same way.
+    """
     import torch
 
     problems = []
     if set(captured) != set(fresh):
         problems.append(f"argument names differ: {sorted(captured)} vs {sorted(fresh)}")
         return problems
-    for key, old in captured.items():
-        new = fresh[key]
-        if isinstance(old, torch.Tensor) != isinstance(new, torch.Tensor):
-            problems.append(f"argument {key!r} is a tensor for one seed and not for another")
-        elif isinstance(old, torch.Tensor):
-            if old.shape != new.shape or old.dtype != new.dtype or old.device != new.device:
-                problems.append(
-                    f"argument {key!r} changed from {tuple(old.shape)} {old.dtype} {old.device} "
-                    f"to {tuple(new.shape)} {new.dtype} {new.device}"
-                )
-        else:
-            try:
-                equal = bool(old == new)
-            except Exception:
-                equal = old is new
-            if not equal:
-                problems.append(
-                    f"non-tensor argument {key!r} differs between seeds ({old!r} vs {new!r}): a graph "
-                    "replays the value it captured, so cases must vary tensor values only"
-                )
+    for key, old_value in captured.items():
+        old_leaves, old_spec = _leaves(old_value)
+        new_leaves, new_spec = _leaves(fresh[key])
+        if old_spec != new_spec:
+            problems.append(f"argument {key!r} changes structure between seeds ({old_spec} vs {new_spec})")
+            continue
+        for i, (old, new) in enumerate(zip(old_leaves, new_leaves)):
+            where = repr(key) if len(old_leaves) == 1 and old is old_value else f"{key!r}[{i}]"
+            if isinstance(old, torch.Tensor) != isinstance(new, torch.Tensor):
+                problems.append(f"argument {where} is a tensor for one seed and not for another")
+            elif isinstance(old, torch.Tensor):
+                if old.shape != new.shape or old.dtype != new.dtype or old.device != new.device:
+                    problems.append(
+                        f"argument {where} changed from {tuple(old.shape)} {old.dtype} {old.device} "
+                        f"to {tuple(new.shape)} {new.dtype} {new.device}"
+                    )
+            else:
+                try:
+                    equal = bool(old == new)
+                except Exception:
+                    equal = old is new
+                if not equal:
+                    problems.append(
+                        f"non-tensor argument {where} differs between seeds ({old!r} vs {new!r}): a graph "
+                        "replays the value it captured, so cases must vary tensor values only"
+                    )
     return problems

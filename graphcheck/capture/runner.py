@@ -18,7 +18,7 @@ from graphcheck import rules
 from graphcheck.capture import errors as cuda_err
 from graphcheck.capture.locations import Location, exception_location, function_location
 from graphcheck.capture.nodes import GraphNode, escaped_kernels, graph_nodes, summarize
-from graphcheck.capture.replay import compare, input_problems, output_tensors, poison_
+from graphcheck.capture.replay import compare, copy_inputs, input_problems, output_tensors, poison_
 from graphcheck.capture.watch import open_recorder, stream_watch
 from graphcheck.case import Case
 from graphcheck.findings import Finding
@@ -324,9 +324,7 @@ class CaptureRun:
                 self._report_host_values(problems, seed, rec)
                 return
             with self.stage(f"replay (seed={seed})", case_code=False), torch.no_grad():
-                for name, value in fresh.items():
-                    if isinstance(value, torch.Tensor):
-                        captured[name].copy_(value)
+                copy_inputs(captured, fresh)
                 for t in outs.values():
                     poison_(t)
                 graph.replay()

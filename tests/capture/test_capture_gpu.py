@@ -166,7 +166,7 @@ def test_in_process_for_a_case_defined_here():
     import graphcheck
 
     def total_bad(x, out):
-        out.fill_(x.sum().item())  # item-here
+        out.fill_(x.sum().item())  # graphcheck: expect[GC101@capture]
         return out
 
     def inputs(seed, device):
@@ -176,7 +176,7 @@ def test_in_process_for_a_case_defined_here():
     findings, skipped = check_capture(graphcheck.Case("local_bad", total_bad, inputs, outputs=["out"]))
     assert any("isolation skipped" in s for s in skipped)
     (f,) = [f for f in findings if f.code == "GC101"]
-    assert f.line == _marker_line(total_bad, "# item-here")
+    assert f.line == _marker_line(total_bad, "GC101")
     torch.cuda.synchronize()  # the process is still usable after the failed capture
 
     def total_fixed(x, out):

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from graphcheck.capture.replay import compare, input_problems, output_tensors, poison_
+from graphcheck.capture.replay import compare, copy_inputs, input_problems, output_tensors, poison_
 
 
 def test_equal_within_tolerance_is_none():
@@ -86,3 +86,21 @@ def test_input_problems():
     (msg,) = input_problems(cap, {"x": torch.ones(5), "n": 3})
     assert "'x' changed" in msg
     assert "argument names differ" in input_problems(cap, {"x": torch.ones(4)})[0]
+
+
+def test_tensors_inside_containers_are_checked_and_copied_leaf_by_leaf():
+    # e.g. fp8_mqa_logits takes kv=(k, k_scale): new values go into the captured tensors
+    cap = {"kv": (torch.zeros(3), torch.zeros(2)), "opts": {"w": torch.zeros(1), "n": 4}}
+    fresh = {"kv": (torch.ones(3), torch.full((2,), 2.0)), "opts": {"w": torch.full((1,), 3.0), "n": 4}}
+    assert input_problems(cap, fresh) == []
+    k, k_scale = cap["kv"]
+    copy_inputs(cap, fresh)
+    assert cap["kv"][0] is k and cap["kv"][1] is k_scale  # same buffers, new values
+    assert k.tolist() == [1.0, 1.0, 1.0] and k_scale.tolist() == [2.0, 2.0] and cap["opts"]["w"].item() == 3.0
+
+    (msg,) = input_problems(cap, {"kv": (torch.ones(4), torch.ones(2)), "opts": fresh["opts"]})
+    assert "'kv'[0] changed" in msg
+    (msg,) = input_problems(cap, {"kv": (torch.ones(3),), "opts": fresh["opts"]})
+    assert "'kv' changes structure" in msg
+    (msg,) = input_problems(cap, {"kv": fresh["kv"], "opts": {"w": torch.ones(1), "n": 5}})
+    assert "non-tensor argument 'opts'[1]" in msg and "4" in msg and "5" in msg
