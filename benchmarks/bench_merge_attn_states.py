@@ -118,6 +118,7 @@ def main(argv=None) -> int:
         return 2
     t_start = time.perf_counter()
     env = common.environment()
+    common.warm_up_gpu()
     copy_gbs = common.copy_bandwidth_gbs(quick=args.quick)
     print(f"environment: {env}")
     print(f"copy bandwidth (read + write): {copy_gbs:.0f} GB/s")

@@ -308,6 +308,8 @@ def main() -> int:
         if hasattr(torch._dynamo.config, knob):
             setattr(torch._dynamo.config, knob, 64)
     env = common.environment()
+    if DEVICE == "cuda":
+        common.warm_up_gpu()
     bw = common.copy_bandwidth_gbs(quick=args.quick) if DEVICE == "cuda" else 1.0
     env["copy_GBps"] = bw
     print(f"copy bandwidth {bw:.0f} GB/s on {env.get('device')}", file=sys.stderr)

@@ -72,6 +72,22 @@ def copies_for(working_set_bytes: int) -> int:
     return max(1, min(64, -(-4 * L2_BYTES // working_set_bytes)))
 
 
+def warm_up_gpu(seconds: float = 1.0) -> None:
+    """Keep the GPU busy for ``seconds`` so its clocks have ramped up before the
+    first timed row (an idle H200 starts far below its boost clock, which once
+    made a benchmark's first row about 3x slower than the same row re-run)."""
+    import time
+
+    import torch
+
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(10):
+            a @ a
+        torch.cuda.synchronize()
+
+
 def copy_bandwidth_gbs(nbytes: int = 1 << 30, quick: bool = False) -> float:
     """Device-to-device copy bandwidth in GB/s, counting bytes read plus written."""
     import torch
