@@ -24,7 +24,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Iterator
 
 from graphcheck import rules
 from graphcheck.case import Case

@@ -18,6 +18,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
+def emit(report: str, output: "str | None", prog: str, written_note: str) -> bool:
+    """Write ``report`` to ``output`` (then ``written_note`` to stderr) or to stdout.
+
+    Returns False, after printing why, when the file cannot be written.
+    """
+    if output is None:
+        sys.stdout.write(report)
+        sys.stdout.flush()
+        return True
+    try:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(report)
+    except OSError as exc:
+        print(f"{prog}: error: cannot write {output}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    print(f"graphcheck: {written_note}; report written to {output}", file=sys.stderr)
+    return True
+
+
 def build_parser() -> argparse.ArgumentParser:
     from graphcheck import __version__
 

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, emit
 
 DESCRIPTION = """\
 Audit kernel modules: the static lint of their source, then every declared case
@@ -108,16 +108,6 @@ def run(args: argparse.Namespace) -> int:
 
     to_terminal = args.output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     report = render_audit(result, args.format, color=to_terminal and args.format == "text")
-    if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                fh.write(report)
-        except OSError as exc:
-            print(f"graphcheck audit: error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_USAGE
-        print(f"graphcheck: {one_line(result.findings)}, {len(result.cases)} cases; report written to "
-              f"{args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(report)
-        sys.stdout.flush()
+    if not emit(report, args.output, "graphcheck audit", f"{one_line(result.findings)}, {len(result.cases)} cases"):
+        return EXIT_USAGE
     return EXIT_FINDINGS if result.failed(fail_on) else EXIT_OK

@@ -7,7 +7,7 @@ import os
 import shutil
 import sys
 
-from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, emit
 
 DESCRIPTION = """\
 Lint Python and CUDA C++ sources for CUDA-graph hazards without importing or
@@ -98,17 +98,8 @@ def run(args: argparse.Namespace) -> int:
     width = shutil.get_terminal_size().columns if to_terminal else None
     report = render(result.findings, args.format, summary=summary, color=to_terminal and args.format == "text",
                     width=width)
-    if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                fh.write(report)
-        except OSError as exc:
-            print(f"graphcheck lint: error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_USAGE
-        print(f"graphcheck: {one_line(result.findings, summary)}; report written to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(report)
-        sys.stdout.flush()
+    if not emit(report, args.output, "graphcheck lint", one_line(result.findings, summary)):
+        return EXIT_USAGE
 
     fail_on = "never" if args.exit_zero else config.fail_on
     if fail_on != "never" and at_or_above(result.findings, fail_on):

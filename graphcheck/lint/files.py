@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import os
-from pathlib import Path
 from typing import Iterable, Sequence
 
 from graphcheck.config import Config, ConfigError

@@ -458,7 +458,6 @@ class _FunctionChecker:
     # -- GC5xx -------------------------------------------------------------
 
     def check_rng_and_effects(self, node: ast.Call, qual: str | None, attr: str | None) -> None:
-        facts = self.facts
         if qual is not None:
             head, _, last = qual.rpartition(".")
             if head in ("random", "numpy.random"):

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from graphcheck.findings import Finding
 from graphcheck.report.summary import Summary, Table
+from graphcheck.report.text import plain_table
 
 #: printed when a target declares no cases: a module a user can paste next to their kernel
 DECLARE_EXAMPLE = '''\
@@ -64,16 +65,6 @@ def case_rows(result) -> list[tuple[str, str, str, str]]:
 
 def case_table(result) -> Table:
     return Table("Cases", ("case", "layer", "result", "detail"), case_rows(result))
-
-
-def _plain_table(table: Table) -> str:
-    widths = [len(c) for c in table.columns]
-    for row in table.rows:
-        widths = [max(w, len(str(cell))) for w, cell in zip(widths, row)]
-    fmt = "  ".join("{:<%d}" % w for w in widths)
-    lines = [table.title, fmt.format(*table.columns).rstrip()]
-    lines += [fmt.format(*[str(c) for c in row]).rstrip() for row in table.rows]
-    return "\n".join(lines) + "\n\n"
 
 
 def _rich_table(table: Table, width: int | None) -> str:
@@ -135,7 +126,7 @@ def render_audit(result, fmt: str = "text", *, color: bool = False, width: int |
     table = case_table(result)
     head = ""
     if table.rows:
-        head = _rich_table(table, width) if color else _plain_table(table)
+        head = _rich_table(table, width) if color else "\n".join(plain_table(table)) + "\n\n"
     summary = Summary(files_checked=result.files_checked, lines=result.lines, seconds=result.seconds,
                       notes=notes(result, declare_hint))
     return head + render(findings, "text", summary=summary, color=color, width=width)

@@ -48,7 +48,8 @@ def _snippet(f: Finding) -> list[tuple[str, bool]]:
     return out
 
 
-def _plain_table(table: Table) -> list[str]:
+def plain_table(table: Table) -> list[str]:
+    """A table as aligned plain-text lines (title, header, rows)."""
     widths = [len(c) for c in table.columns]
     for row in table.rows:
         widths = [max(w, len(str(cell))) for w, cell in zip(widths, row)]
@@ -103,7 +104,7 @@ def _render_plain(findings: Sequence[Finding], summary: Summary | None) -> str:
             lines.append(f"  hint: {f.hint}")
         lines.append("")
     for table in _tables(findings, summary):
-        lines.extend(_plain_table(table))
+        lines.extend(plain_table(table))
         lines.append("")
     lines.extend(_stats(summary))
     if summary is not None:
