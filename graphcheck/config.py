@@ -94,6 +94,13 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
     raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
 
 
+def _root_glob(pattern: str) -> str:
+    """A glob relative to the project root: ``./vendor`` is ``vendor`` (relative paths never start with ``./``)."""
+    while pattern.startswith("./"):
+        pattern = pattern[2:].lstrip("/")
+    return pattern
+
+
 def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config:
     """Build a Config from a parsed ``[tool.graphcheck]`` table, validating every key."""
     where_file = str(source) if source else "configuration"
@@ -107,10 +114,10 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: expected a table of glob = [codes], got {value!r}")
             values["per_file_ignores"] = tuple(
-                (glob, parse_selectors(codes, f"{where}.{glob!r}")) for glob, codes in value.items()
+                (_root_glob(glob), parse_selectors(codes, f"{where}.{glob!r}")) for glob, codes in value.items()
             )
         elif key == "exclude":
-            values["exclude"] = _str_list(value, where)
+            values["exclude"] = tuple(_root_glob(glob) for glob in _str_list(value, where))
         elif key == "entry-points":
             values["entry_points"] = _str_list(value, where)
         elif key == "fail-on":

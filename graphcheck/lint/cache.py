@@ -37,7 +37,8 @@ def settings_key(all_functions: bool, entry_points: tuple[str, ...], max_file_si
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{_FORMAT}|{__version__}|{all_functions}|{sorted(entry_points)}|{max_file_size}".encode())
     here = Path(__file__).resolve().parent
-    for name in ("python_rules.py", "cpp_rules.py", "suppress.py", "engine.py", "../expectations.py", "../rules.py"):
+    for name in ("python_rules.py", "scope.py", "values.py", "aliases.py", "cpp_rules.py", "suppress.py", "engine.py",
+                 "../expectations.py", "../rules.py"):
         try:
             h.update((here / name).read_bytes())
         except OSError:

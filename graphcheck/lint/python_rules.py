@@ -30,7 +30,8 @@ from graphcheck.lint.scope import FuncInfo, ModuleIndex
 from graphcheck.lint.values import FunctionFacts, is_builtin, is_cpu_device
 
 _PRECHECK_TOKENS = ("triton", "torch.library", "custom_op", "register_kernel", "capturable", ".impl(")
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+\S+[ \t]+)?import[ \t]+\(?([^\n#]+)", re.M)
+# the names an import binds: a parenthesized list may span lines, and so may a backslash continuation
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+\S+[ \t]+)?import[ \t]+(\([^)]*\)|(?:[^\n#\\]|\\\r?\n)+)", re.M)
 _TEXT_LIMIT = 60
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -92,7 +93,7 @@ def _may_be_reachable(source: str, entry_points: Sequence[str]) -> bool:
         # imported kernel in a module that never mentions triton itself.
         names = set()
         for match in _IMPORT_LINE.finditer(source):
-            for part in match.group(1).split(","):
+            for part in re.sub(r"#[^\n]*|[\\()]", " ", match.group(1)).split(","):
                 words = part.split()
                 if words:
                     names.add(words[-1].strip("()").split(".")[0])
@@ -106,6 +107,33 @@ def _may_be_reachable(source: str, entry_points: Sequence[str]) -> bool:
         if name and name in source:
             return True
     return False
+
+
+def _local_entries(entry_points: Sequence[str], path: str) -> list[str]:
+    """Entry points as qualified names within the file at ``path``.
+
+    ``module:qualname`` and bare qualnames (``Model.forward``) are kept as they are;
+    a dotted ``pkg.ops.decode`` also yields ``decode`` when its module part
+    (``pkg.ops``) and the file's dotted path end the same way (``src/pkg/ops.py``,
+    ``pkg/ops/__init__.py``, or ``ops.py`` when linted from inside ``pkg``).
+    """
+    stem = re.sub(r"\.py$", "", path.replace("\\", "/"))
+    file_parts = [p for p in stem.split("/") if p not in ("", ".", "..")]
+    if file_parts and file_parts[-1] == "__init__":
+        file_parts.pop()
+    out = []
+    for entry in entry_points:
+        out.append(entry)
+        if ":" in entry or not file_parts:
+            continue
+        parts = entry.split(".")
+        for i in range(len(parts) - 1, 0, -1):  # the longest module part first
+            module = parts[:i]
+            n = min(len(module), len(file_parts))
+            if module[-n:] == file_parts[-n:]:
+                out.append(".".join(parts[i:]))
+                break
+    return out
 
 
 def _tool_finding(code: str, path: str, line: int, col: int, message: str) -> Finding:
@@ -127,7 +155,7 @@ class _Linter:
         self._seen: set[tuple[str, int, int]] = set()
 
     def run(self) -> list[Finding]:
-        reachable = self.index.reachable(self.entry_points)
+        reachable = self.index.reachable(_local_entries(self.entry_points, self.path))
         if self.all_functions:
             targets = [(f, reachable.get(f)) for f in self.index.functions if not f.is_kernel]
         else:

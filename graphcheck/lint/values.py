@@ -37,6 +37,9 @@ TENSOR_HINT_ATTRS = {
     "item", "tolist", "is_contiguous", "storage_offset", "view", "new_empty", "new_zeros",
     "masked_fill", "masked_fill_", "index_select", "unsqueeze", "squeeze",
 }
+# Of those, the plain attributes of a tensor; the others are tensor methods and mark a
+# name only when called (``entry.numel`` read as a field is some other object's).
+_TENSOR_HINT_FIELDS = {"shape", "is_cuda"}
 # Attributes of a tensor that are tensors themselves.
 TENSOR_VIEW_ATTRS = {"T", "mT", "H", "mH", "data", "grad", "real", "imag"}
 # Tensor methods that return something other than a tensor.
@@ -92,9 +95,11 @@ class FunctionFacts:
         self.host_origin: dict[str, ast.AST] = {}
         self._params(info.node)
         nodes = info.own_nodes()
+        called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
         for node in nodes:
             if isinstance(node, ast.Attribute) and node.attr in TENSOR_HINT_ATTRS and isinstance(node.value, ast.Name):
-                self._add(node.value.id, "tensor")
+                if node.attr in _TENSOR_HINT_FIELDS or id(node) in called:
+                    self._add(node.value.id, "tensor")
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "record":
                 if isinstance(node.func.value, ast.Name):
                     self._add(node.func.value.id, "event")

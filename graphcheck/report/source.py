@@ -26,5 +26,13 @@ def context(path: str, line: int, before: int = 1, after: int = 1) -> list[tuple
     return [(n, lines[n - 1].expandtabs(4)) for n in range(lo, hi + 1)]
 
 
+def display_col(path: str, line: int, col: int) -> int:
+    """Where 0-based character column ``col`` of ``line`` falls once :func:`context` expands the tabs."""
+    lines = _lines(path)
+    if not lines or line < 1 or line > len(lines):
+        return col
+    return len(lines[line - 1][: max(0, col)].expandtabs(4))
+
+
 def clear() -> None:
     _lines.cache_clear()

@@ -44,7 +44,7 @@ def _snippet(f: Finding) -> list[tuple[str, bool]]:
     for n, text in rows:
         out.append((f"  {str(n).rjust(width)} | {text}", n == f.line))
         if n == f.line:
-            out.append((f"  {' ' * width} | {' ' * max(0, f.col)}^", False))
+            out.append((f"  {' ' * width} | {' ' * source.display_col(f.path, n, f.col)}^", False))
     return out
 
 

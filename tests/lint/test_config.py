@@ -97,3 +97,23 @@ def test_selectors():
 def test_missing_config_file(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         load_file(tmp_path / "nope.toml")
+
+
+def test_globs_written_with_a_leading_dot_slash_still_apply(tmp_path, monkeypatch):
+    from graphcheck.lint.engine import lint_paths
+
+    write(tmp_path / "pyproject.toml", """
+[tool.graphcheck]
+exclude = ["./vendor"]
+
+[tool.graphcheck.per-file-ignores]
+"./tests/*" = ["GC101"]
+""")
+    bad = "import torch\n@torch.library.custom_op('m::f', mutates_args=())\ndef f(x: torch.Tensor) -> float:\n    return x.item()\n"
+    for folder in ("vendor", "tests", "src"):
+        write(tmp_path / folder / "ops.py", bad)
+    monkeypatch.chdir(tmp_path)
+    config = discover(tmp_path)
+    assert config.exclude == ("vendor",) and config.per_file_ignores == (("tests/*", ("GC101",)),)
+    result = lint_paths(["."], config, use_cache=False)
+    assert [(f.path, f.code) for f in result.findings] == [("src/ops.py", "GC101")]

@@ -253,6 +253,24 @@ def test_cache_is_invalidated_by_rule_options(tree):
     assert summary(lint_paths(["."], Config(root=tree, all_functions=True))) == [("a.py", 1, "GC503")]
 
 
+def test_cache_key_covers_every_module_the_python_rules_use(monkeypatch):
+    # an edit to any module that decides what the Python rules report (the reachability and
+    # def-use passes included) must invalidate the cache, or a stale result is served
+    from graphcheck.lint import cache as cache_mod
+    from graphcheck.lint import python_rules
+
+    rule_modules = {"python_rules.py", "scope.py", "values.py", "aliases.py"}
+    assert rule_modules <= {Path(m.__file__).name for m in (python_rules, *(
+        sys.modules[n] for n in ("graphcheck.lint.scope", "graphcheck.lint.values", "graphcheck.lint.aliases")))}
+    real = Path.read_bytes
+    for name in sorted(rule_modules):
+        before = cache_mod.settings_key(False, (), 1)
+        monkeypatch.setattr(Path, "read_bytes",
+                            lambda self, _n=name: real(self) + (b"# edited" if self.name == _n else b""))
+        assert cache_mod.settings_key(False, (), 1) != before, name
+        monkeypatch.setattr(Path, "read_bytes", real)
+
+
 def test_corrupt_cache_is_ignored_and_rebuilt(tree):
     write(tree / "a.py", "t.item()\n")
     lint_paths(["."], Config(root=tree))

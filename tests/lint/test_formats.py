@@ -43,6 +43,15 @@ def test_plain_text_has_location_source_caret_hint_and_summary(source_tree):
     assert "\x1b[" not in out and "─" not in out and "│" not in out
 
 
+def test_caret_lines_up_under_a_tab_indented_line(source_tree):
+    (source_tree / "k.cu").write_text("void f(float* x) {\n\tif (x) {\n\t\tk<<<1, 32>>>(x);\n\t}\n}\n")
+    out = render([make("GC201", path="k.cu", line=3, col=2, message="no stream")], "text")
+    lines = out.splitlines()
+    flagged = next(line for line in lines if "k<<<1, 32>>>(x);" in line)
+    caret = lines[lines.index(flagged) + 1]
+    assert caret.index("^") == flagged.index("k<<<")
+
+
 def test_rich_text_uses_colour_and_a_table(source_tree):
     out = render([make()], "text", summary=Summary(files_checked=1), color=True, width=100)
     assert "\x1b[" in out

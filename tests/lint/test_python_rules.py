@@ -265,6 +265,25 @@ def test_entry_points_qualified_and_module_forms(entry):
     assert codes(src) == []
 
 
+@pytest.mark.parametrize("path, entry, expected", [
+    ("src/pkg/ops.py", "pkg.ops.decode", [("GC104", 3)]),
+    ("pkg/ops/__init__.py", "pkg.ops.decode", [("GC104", 3)]),
+    ("ops.py", "pkg.ops.decode", [("GC104", 3)]),
+    ("src/pkg/ops.py", "pkg.ops.Model.forward", [("GC104", 6)]),
+    ("src/other/ops.py", "pkg.ops.decode", []),
+    ("src/pkg/ops.py", "pkg.other.decode", []),
+])
+def test_entry_points_as_dotted_module_paths(path, entry, expected):
+    src = textwrap.dedent('''
+        def decode(x):
+            return x.cpu()
+        class Model:
+            def forward(self, x):
+                return x.cpu()
+    ''')
+    assert [(f.code, f.line) for f in lint_python(src, path, entry_points=[entry])] == expected
+
+
 def test_imported_kernel_launch_in_module_without_triton():
     src = '''
     from .kernels import attn_kernel
@@ -273,6 +292,21 @@ def test_imported_kernel_launch_in_module_without_triton():
         return lens.tolist()
     '''
     assert codes(src) == [("GC103", 5)]
+
+
+@pytest.mark.parametrize("imports", [
+    "from .kernels import (\n    other_kernel,\n    attn_kernel,\n)",
+    "from .kernels import (  # the kernels\n    attn_kernel as ak,  # aliased\n)",
+    "from .kernels import other_kernel, \\\n    attn_kernel",
+])
+def test_imported_kernel_launch_with_a_multi_line_import(imports):
+    launched = "ak" if " as ak" in imports else "attn_kernel"
+    src = imports + textwrap.dedent(f'''
+        def decode(q, lens):
+            {launched}[(q.shape[0],)](q, lens)
+            return lens.tolist()
+    ''')
+    assert codes(src) == [("GC103", _line(src, "return lens.tolist()"))]
 
 
 def test_tables_of_callables_and_generic_types_are_not_launches():
@@ -353,6 +387,24 @@ def test_unannotated_tensor_inferred_from_tensor_only_use():
     start = _line(src, "if lens:")
     assert codes(src) == [("GC111", start), ("GC102", start + 2)]
 
+
+
+def test_tensor_method_name_read_as_a_field_does_not_make_a_tensor():
+    # `entry.numel` is a field of some config object (torch inductor's range trees):
+    # only a call such as `entry.numel()` is tensor evidence
+    src = KERNEL + textwrap.dedent('''
+        def f(x, entry, code):
+            kern[(1,)](x, entry.numel, BLOCK=1)
+            for sym, expr, constexpr in entry.named_constants():
+                if constexpr:
+                    code.append(sym)
+            if entry.view:
+                pass
+            return int(entry.numel)
+    ''')
+    assert codes(src) == []
+    called = src.replace("entry.numel, BLOCK", "entry.numel(), BLOCK")
+    assert ("GC111", _line(called, "if constexpr:")) in codes(called)
 
 def test_pinned_non_blocking_copy_is_quiet_but_pageable_non_blocking_is_not():
     src = KERNEL + textwrap.dedent('''
