@@ -86,6 +86,8 @@ def check(case: Case, gpu: str = "auto", examples: int = 4, timeout: float = 120
     cuda = gpu != "off" and _cuda_available()
     if gpu == "on" and not cuda:
         raise RuntimeError("gpu='on' but no CUDA device is available; use gpu='auto' or gpu='off'")
+    if isinstance(layers, str):
+        layers = (layers,)  # layers="trace", not the letters of "trace"
     unknown = set(layers) - {"trace", "capture"}
     if unknown:
         raise ValueError(f"unknown layers {sorted(unknown)}; expected 'trace' and/or 'capture'")

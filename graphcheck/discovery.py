@@ -90,11 +90,20 @@ def _import_file(path: Path) -> ModuleType:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    # as `python file.py` does, the file's folder is importable while it runs, so `from helpers import x`
+    # finds a sibling module
+    folder = str(path.parent)
+    added = folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop(name, None)
         raise
+    finally:
+        if added and folder in sys.path:
+            sys.path.remove(folder)
     return module
 
 
@@ -132,7 +141,7 @@ def cases_of(module: ModuleType, source: str) -> Discovery:
                 continue
             try:
                 value = value()
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:
                 findings.append(_finding("GC005", f"graphcheck_cases() raised {type(exc).__name__}: {exc}", path, line,
                                          {"traceback": traceback.format_exc()[-4000:]}))
                 continue
@@ -194,7 +203,7 @@ def discover(target: str | os.PathLike, interpret: bool | None = None) -> Discov
         for source, file in sources:
             try:
                 module = _import_file(file) if file is not None else importlib.import_module(source)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # sys.exit() at import must not end the whole run
                 from graphcheck.trace.frames import traceback_location
 
                 loc = traceback_location(exc.__traceback__)

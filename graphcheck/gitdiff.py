@@ -132,10 +132,12 @@ def changes_since(ref: str, cwd: "str | os.PathLike[str]" = ".") -> Changes:
     base, note = resolve_base(ref, root)
     names = _git(["diff", "--name-only", "-z", "-M", "--diff-filter=ACMR", "--no-ext-diff", base, "--"], root)
     changed = [n for n in names.stdout.split("\0") if n]
-    diff = _git(["diff", "-U0", "-M", "--diff-filter=ACMR", "--no-color", "--no-ext-diff", base, "--"], root)
+    # explicit prefixes: a user's diff.noprefix or diff.mnemonicPrefix setting would change the `+++ b/` lines
+    diff = _git(["diff", "-U0", "-M", "--diff-filter=ACMR", "--no-color", "--no-ext-diff", "--src-prefix=a/",
+                 "--dst-prefix=b/", base, "--"], root)
     lines = parse_unified_zero(diff.stdout)
     files: dict[str, set[int] | None] = {name: lines.get(name, set()) for name in changed}
-    added = _git(["diff", "--name-only", "-z", "--diff-filter=A", base, "--"], root).stdout.split("\0")
+    added = _git(["diff", "--name-only", "-z", "-M", "--diff-filter=A", base, "--"], root).stdout.split("\0")
     for name in added:
         if name:
             files[name] = None

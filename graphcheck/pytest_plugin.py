@@ -222,7 +222,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     seen = {item.nodeid for item in items}
     for source in _configured_sources(config):
-        node = GraphcheckFile.from_parent(session, path=_source_path(source))
+        path = _source_path(source)
+        where = {}
+        if not path.is_relative_to(Path(config.rootpath)):
+            # pytest would name a file outside the rootdir by its bare file name, so two modules called
+            # ops.py in other packages would share node ids (and one would be dropped): use the source
+            where["nodeid"] = source
+        node = GraphcheckFile.from_parent(session, path=path, **where)
         node.source = source
         added = [item for item in node.collect() if item.nodeid not in seen]
         seen.update(item.nodeid for item in added)

@@ -79,6 +79,28 @@ def test_import_error_is_gc004_at_the_raising_line(tmp_path):
     assert finding.code == "GC004" and finding.line == 2 and "no_such_module_here" in finding.message
 
 
+def test_sys_exit_at_import_or_in_graphcheck_cases_is_a_finding(tmp_path):
+    path = _write(tmp_path, "exits.py", "import sys\nGRAPHCHECK_CASES = []\nsys.exit('needs a GPU')\n")
+    (finding,) = discover(path).findings
+    assert finding.code == "GC004" and finding.line == 3 and "needs a GPU" in finding.message
+    path = _write(tmp_path, "exits_later.py", "import sys\ndef graphcheck_cases():\n    sys.exit(3)\n")
+    (finding,) = discover(path).findings
+    assert finding.code == "GC005" and "SystemExit" in finding.message
+
+
+def test_standalone_file_imports_its_sibling_modules(tmp_path):
+    folder = tmp_path / "flat_kernels"
+    folder.mkdir()
+    _write(folder, "gc_sibling_helpers.py", "def double(x):\n    return x * 2\n")
+    path = _write(folder, "ops.py", """
+        import graphcheck
+        from gc_sibling_helpers import double
+        GRAPHCHECK_CASES = [graphcheck.Case("double", double, lambda seed, device: {"x": seed})]
+    """)
+    assert [c.name for _, c in load_cases(path)] == ["double"]
+    assert str(folder) not in sys.path
+
+
 def test_missing_targets(tmp_path):
     assert discover(tmp_path / "nope.py").findings[0].code == "GC005"
     assert discover("no_such_module_xyz").findings[0].code == "GC004"

@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import os
 import sys
+import time
 from pathlib import Path
 
 from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
@@ -108,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from graphcheck.report import render
     from graphcheck.report.audit_table import render_audit, to_dict
 
+    started = time.perf_counter()
     try:
         changes = gitdiff.changes_since(args.base)
     except gitdiff.GitError as exc:
@@ -145,8 +147,9 @@ def run(args: argparse.Namespace) -> int:
                          files_checked=linted.files_checked if linted else 0, lines=linted.lines if linted else 0)
     if kernel_files and not args.no_audit:
         try:
+            # shown as audit shows them: relative to the working directory
             result.cases, result.discovery_findings = run_cases(
-                [_case_source_for_file(p) for p in kernel_files], gpu=args.gpu)
+                [_case_source_for_file(Path(os.path.relpath(p))) for p in kernel_files], gpu=args.gpu)
         except (RuntimeError, ValueError) as exc:
             return _err(str(exc))
         verify_expectations(result)
@@ -154,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
             if Path(target.given).resolve() in {p.resolve() for p in kernel_files}:
                 target.case_sources = [target.given]
     findings = sorted(result.findings, key=lambda f: f.sort_key())
+    result.seconds = time.perf_counter() - started
 
     if args.format == "json":
         data = to_dict(result)

@@ -50,7 +50,10 @@ def _call(case: Case, seed: int, device: str, poison_index: int | None) -> tuple
         inputs = case.inputs(seed, device)
     except Exception as exc:
         raise _CaseFailed(_error_finding(case, exc, f"make_inputs(seed={seed})", function_location(case.make_inputs)))
-    named_outputs = {name: inputs[name] for name in case.outputs or ()}
+    named_outputs: dict[str, Any] = {}
+    for name in case.outputs or ():
+        # an output argument may hold several tensors (``outs=(out, lse)``): each is named as the recorder names it
+        named_outputs.update(outputs.flatten_outputs(inputs[name], name))
     poisoned: set[str] = set()
     if poison_index is not None and named_outputs:
         outputs.poison(named_outputs, poison_index)

@@ -57,14 +57,36 @@ def _device_type(x: Any) -> str | None:
     return x.device.type if _is_tensor(x) else None
 
 
+def _code_of(source: str) -> str:
+    """The line's code without comments and string literals (``# not safe`` is not a ``not``)."""
+    import io
+    import tokenize
+
+    line = source.splitlines()[0] if source else ""
+    chars = list(line)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line).readline):
+            if tok.type in (tokenize.COMMENT, tokenize.STRING) and tok.start[0] == 1:
+                end = tok.end[1] if tok.end[0] == 1 else len(chars)
+                chars[tok.start[1]:end] = " " * (end - tok.start[1])
+    except (tokenize.TokenError, SyntaxError):
+        pass  # a line of a longer statement: what came before its end is blanked already
+    return "".join(chars)
+
+
 def scalar_read_code(source: str) -> tuple[str, str]:
-    """Tell ``.item()``, ``int()/float()/bool()`` and truthiness apart by the user's line."""
+    """Tell ``.item()``, ``int()/float()/bool()`` and truthiness apart by the user's line.
+
+    The order follows the static layer: a conversion on a line that also branches
+    (``max(int(t.max()), 1)``, ``int(t) if flag else 0``) is the conversion's GC102.
+    """
+    source = _code_of(source)
     if _ITEM.search(source):
         return "GC101", "`.item()` reads a device value on the host"
-    if _TRUTHY.search(source):
-        return "GC111", "a tensor is used as a Python bool or in a builtin reduction"
     if _CONVERT.search(source):
         return "GC102", "a tensor is converted to a Python number"
+    if _TRUTHY.search(source):
+        return "GC111", "a tensor is used as a Python bool or in a builtin reduction"
     return "GC101", "a device value is read on the host (aten._local_scalar_dense)"
 
 

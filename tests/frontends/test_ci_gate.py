@@ -94,6 +94,15 @@ def test_uncommitted_and_untracked_changes_count(repo, capsys):
     assert [f["path"] for f in json.loads(capsys.readouterr().out)["findings"]] == ["ops.py"]
 
 
+@pytest.mark.parametrize("setting", ["diff.mnemonicPrefix", "diff.noprefix"])
+def test_diff_prefix_settings_do_not_hide_changed_lines(repo, capsys, setting):
+    # with mnemonicPrefix git writes `+++ w/ops.py` for the working tree; with noprefix, `+++ ops.py`
+    git(repo, "config", setting, "true")
+    _add_item(repo / "ops.py")
+    assert main(["ci", "--base", "main", "--format", "json"]) == 1
+    assert [(f["path"], f["line"]) for f in json.loads(capsys.readouterr().out)["findings"]] == [("ops.py", 14)]
+
+
 def test_github_annotations_and_step_summary(repo, capsys, monkeypatch):
     _add_item(repo / "ops.py")
     summary = repo / "summary.md"
@@ -111,6 +120,9 @@ def test_changed_kernel_module_with_cases_is_audited(repo, capsys):
     assert main(["ci", "--base", "main", "--gpu", "off", "--format", "json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert sorted(c["case"] for c in data["cases"]) == ["safe", "triton_safe", "unsafe"]
+    # case sources read as `graphcheck audit` shows them (relative), and the run's time is counted
+    assert sorted(c["source"] for c in data["cases"]) == ["kern.py::safe", "kern.py::triton_safe", "kern.py::unsafe"]
+    assert data["seconds"] > 0
     assert {(f["code"], f["layer"]) for f in data["findings"] if f["case"] == "unsafe"} == {("GC101", "trace")}
     assert main(["ci", "--base", "main", "--no-audit", "--format", "json"]) == 0
 

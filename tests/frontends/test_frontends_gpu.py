@@ -47,3 +47,13 @@ def test_assert_graph_safe_on_the_gpu():
     assert report.layers["trace"] == "pass" and not report.findings
     with pytest.raises(AssertionError, match="GC101"):
         graphcheck.assert_graph_safe(lambda x: x / x.max().item(), make_inputs, gpu="required", name="sync")
+
+
+def test_hazard_zoo_audits_green_on_the_gpu():
+    """README's main job on a GPU: every marked hazard is met by the layers that ran, nothing unexpected."""
+    proc = subprocess.run([sys.executable, "-m", "graphcheck", "audit", "examples", "--gpu", "required",
+                           "--format", "json"], capture_output=True, text=True, timeout=900)
+    data = json.loads(proc.stdout)
+    unexpected = [(f["path"], f["line"], f["code"], f["layer"], f["message"]) for f in data["findings"]
+                  if not f.get("expected") and f["severity"] != "info"]
+    assert proc.returncode == 0 and unexpected == [], unexpected

@@ -106,6 +106,20 @@ def test_paths_option_and_ini(repo):
     assert "mykernels/ops.py::safe[trace]" in out and "other_safe" not in out
 
 
+def test_modules_outside_the_rootdir_keep_distinct_items(pytester, tmp_path_factory, monkeypatch):
+    site = tmp_path_factory.mktemp("elsewhere")
+    for package in ("pkg_one", "pkg_two"):
+        (site / package).mkdir()
+        (site / package / "__init__.py").write_text("")
+        (site / package / "ops.py").write_text(OPS)
+    monkeypatch.syspath_prepend(str(site))
+    result = pytester.runpytest_inprocess("--graphcheck", "--graphcheck-paths=pkg_one.ops,pkg_two.ops", "--co", "-q",
+                                          *_NO_CACHE)
+    out = result.stdout.str()
+    assert "pkg_one.ops::safe[trace]" in out and "pkg_two.ops::safe[trace]" in out
+    assert "12 tests collected" in out
+
+
 def test_broken_declaration_is_a_failing_item(pytester):
     pytester.makepyfile(broken="GRAPHCHECK_CASES = [42]\n")
     result = pytester.runpytest_inprocess("--graphcheck", *_NO_CACHE)

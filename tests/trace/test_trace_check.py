@@ -85,6 +85,22 @@ def test_unwritten_output_is_gc505_at_the_launch():
     assert finding.evidence["count"] == 16 and finding.evidence["first_index"] == [16]
 
 
+def copy_pair(x, outs, k):
+    _copy[(2,)](x, outs[0], 32, BLOCK=16)
+    _copy[(1,)](x, outs[1], 32, BLOCK=16)
+
+
+def test_output_argument_holding_several_tensors_is_checked_per_tensor():
+    def pair_inputs(seed, device):
+        made = _inputs(seed, device)
+        return {"x": made["x"], "outs": (made.pop("out"), torch.empty(32, device=device)), "k": made["k"]}
+
+    report = check(graphcheck.Case("copy_pair", copy_pair, pair_inputs, outputs=["outs"]), gpu="off", examples=2)
+    (finding,) = report.findings
+    assert finding.code == "GC505" and finding.line == _line_of(copy_pair, "_copy[(1,)]")
+    assert finding.evidence["output"] == "outs[1]" and finding.evidence["first_index"] == [16]
+
+
 def test_legitimate_nan_and_inf_outputs_are_not_poison():
     assert check(_case(copy_nan), gpu="off", examples=2).findings == []
 
@@ -149,6 +165,13 @@ def test_gpu_on_without_cuda_raises_and_auto_skips_capture():
 def test_cpu_ok_false_skips_the_trace_layer_on_cpu():
     report = check(_case(copy_full, cpu_ok=False), gpu="off")
     assert report.findings == [] and report.layers["trace"].startswith("skipped: ")
+
+
+def test_one_layer_may_be_named_by_a_string():
+    report = check(_case(copy_half), gpu="off", examples=2, layers="trace")
+    assert report.layers == {"trace": "fail"} and [f.code for f in report.findings] == ["GC505"]
+    with pytest.raises(ValueError, match="'replay'"):
+        check(_case(copy_full), gpu="off", layers=("trace", "replay"))
 
 
 def test_bad_arguments():

@@ -132,3 +132,28 @@ def test_cpu_case_still_flags_host_reads():
         int(n_host[0])
         n_host.tolist()
     assert [e.code for e in rec.sync_events] == ["GC102", "GC103"]
+
+
+def conversions_on_branching_lines(t, flag):
+    n = max(int(t.max()), 1)
+    m = int(t.sum()) if flag else 0
+    k = int(t.min())  # not an if: the comment is not code
+    s = max(t)
+    if t.sum() > 3 and flag:
+        pass
+    return n, m, k, s
+
+
+def test_scalar_reads_get_the_static_layers_code_on_branching_lines():
+    # The static layer calls a conversion GC102 even on a line that also branches or
+    # calls a builtin; a comment's words are not code. One hazard, one code.
+    t = torch.arange(1.0, 5.0)
+    with Recorder({"t": t}) as rec:
+        conversions_on_branching_lines(t, True)
+    got = set(_codes(rec))
+    fn = conversions_on_branching_lines
+    assert {("GC102", _line_of(fn, "max(int(")), ("GC102", _line_of(fn, "int(t.sum())")),
+            ("GC102", _line_of(fn, "int(t.min())")), ("GC111", _line_of(fn, "s = max(t)")),
+            ("GC111", _line_of(fn, "if t.sum() > 3"))} <= got, got
+    lines = {_line_of(fn, n) for n in ("max(int(", "int(t.sum())", "int(t.min())")}
+    assert not any(code == "GC111" and line in lines for code, line in got)
