@@ -21,6 +21,8 @@ be there (a hazard example, a test fixture). Three things follow from one:
 A marker's code with ``@layer[+layer]`` (``GC107@trace``) is owed by those
 layers only; a bare code by every layer that can produce it. Either way, a
 finding with that code on that line is expected whichever layer reports it.
+A trailing ``?`` (``GC102@trace?``) makes the expectation optional: expected
+when reported, never owed, for findings that depend on where graphcheck runs.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ def static_codes(language: str) -> frozenset[str]:
 
 def owed_by(expectation: Expectation, layer: str, language: str) -> bool:
     """Whether ``layer`` must report the expected code when it runs on the file."""
+    return not expectation.optional and can_report(expectation, layer, language)
+
+
+def can_report(expectation: Expectation, layer: str, language: str) -> bool:
+    """Whether ``layer`` can report the expected code on the file, as the marker names it."""
     rule = rules.RULES.get(expectation.code)
     if rule is None or expectation.code == CODE:
         return False
@@ -95,7 +102,7 @@ def missing_static(findings: Iterable[Finding], path: str, *, source: str, langu
                                   "(`graphcheck rules` lists them)", path, line, "static", expected=e.code))
                 continue
             bad = sorted((e.layers or frozenset()) - set(LAYERS))
-            never = sorted(layer for layer in (e.layers or ()) if layer in LAYERS and not owed_by(e, layer, language))
+            never = sorted(layer for layer in (e.layers or ()) if layer in LAYERS and not can_report(e, layer, language))
             if bad or never:
                 what = (f"unknown layer {', '.join(bad)} (expected {', '.join(LAYERS)})" if bad else
                         f"the {' and '.join(never)} layer{'s' if len(never) > 1 else ''} never report{'' if len(never) > 1 else 's'} "

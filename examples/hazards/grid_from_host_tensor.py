@@ -36,7 +36,9 @@ def double_prefix_dev(x_ptr, out_ptr, n_ptr, size, BLOCK: tl.constexpr):
 
 
 def double_prefix_bad(x, n_host, n_dev, out):
-    n = int(n_host[0])  # graphcheck: expect[GC102@trace]
+    # On the CPU the trace layer cannot tell this host tensor from a device one and
+    # reports the read; on a GPU it does not: the expectation is optional.
+    n = int(n_host[0])  # graphcheck: expect[GC102@trace?]
     out.zero_()
     double_prefix[(triton.cdiv(n, BLOCK),)](x, out, n, x.numel(), BLOCK=BLOCK)  # graphcheck: expect[GC401@trace+capture, GC402@trace]
     return out

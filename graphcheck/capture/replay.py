@@ -105,7 +105,13 @@ def output_tensors(outputs: Any, names: Any, inputs: Mapping[str, Any]) -> dict[
     import torch
 
     if names is not None:
-        return {n: inputs[n] for n in names}
+        named = {}
+        for n in names:  # an output argument may hold several tensors, e.g. outs=(out, lse)
+            if isinstance(inputs[n], torch.Tensor):
+                named[n] = inputs[n]
+            else:
+                named.update((f"{n}[{i}]", t) for i, t in enumerate(_leaves(inputs[n])[0]) if isinstance(t, torch.Tensor))
+        return named
     if isinstance(outputs, torch.Tensor):
         return {"return": outputs}
     if isinstance(outputs, Mapping):

@@ -331,8 +331,8 @@ class CaptureRun:
             self.sync(f"replay (seed={seed})")
             with self.stage(f"the eager call (seed={seed})"):
                 eager_inputs = case.inputs(seed, dev)
-                for name in case.outputs or ():
-                    poison_(eager_inputs[name])
+                for t in output_tensors(None, case.outputs, eager_inputs).values():
+                    poison_(t)
                 eager_ret = case.fn(**eager_inputs)
             self.sync(f"the eager call (seed={seed})")
             eager_outs = output_tensors(eager_ret, case.outputs, eager_inputs)

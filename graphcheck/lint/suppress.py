@@ -14,7 +14,9 @@ Both apply to the line they are on, in a ``#`` comment (Python) or a ``//`` /
   :mod:`graphcheck.expectations`). A code may name the layers that must report
   it: ``GC107@trace``, ``GC101@static+trace``; without ``@`` every layer that
   can produce the code must (for Python files the static layer produces every
-  static code except the C++-only ones, for C++ files only those).
+  static code except the C++-only ones, for C++ files only those). A trailing
+  ``?`` (``GC102@trace?``) makes the expectation optional: expected when
+  reported, never owed (for findings that depend on where graphcheck runs).
 """
 
 from __future__ import annotations
@@ -33,10 +35,16 @@ ALL = frozenset({"*"})
 
 
 class Expectation(NamedTuple):
-    """One code of an ``expect`` marker; ``layers`` None means every layer that can produce it."""
+    """One code of an ``expect`` marker; ``layers`` None means every layer that can produce it.
+
+    ``optional`` (a trailing ``?``, as in ``GC102@trace?``) marks a finding that
+    may or may not appear depending on where graphcheck runs: it is expected
+    when reported, and never owed.
+    """
 
     code: str
     layers: frozenset[str] | None
+    optional: bool = False
 
 
 def parse_expect(comment: str) -> list[Expectation]:
@@ -46,9 +54,11 @@ def parse_expect(comment: str) -> list[Expectation]:
         for entry in re.split(r"[,\s]+", m.group(1)):
             if not entry.strip():
                 continue
-            code, at, layers = entry.strip().partition("@")
+            entry = entry.strip()
+            optional = entry.endswith("?")
+            code, at, layers = entry.rstrip("?").partition("@")
             names = frozenset(x.strip().lower() for x in layers.split("+") if x.strip()) if at else None
-            out.append(Expectation(code.strip().upper(), names))
+            out.append(Expectation(code.strip().upper(), names, optional))
     return out
 
 

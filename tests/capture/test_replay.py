@@ -104,3 +104,10 @@ def test_tensors_inside_containers_are_checked_and_copied_leaf_by_leaf():
     assert "'kv' changes structure" in msg
     (msg,) = input_problems(cap, {"kv": fresh["kv"], "opts": {"w": torch.ones(1), "n": 5}})
     assert "non-tensor argument 'opts'[1]" in msg and "4" in msg and "5" in msg
+
+
+def test_an_output_argument_holding_several_tensors_is_named_per_tensor():
+    out, lse = torch.zeros(2), torch.zeros(3)
+    named = output_tensors(None, ("outs", "x"), {"outs": (out, lse), "x": torch.ones(1)})
+    assert list(named) == ["outs[0]", "outs[1]", "x"]
+    assert named["outs[0]"] is out and named["outs[1]"] is lse

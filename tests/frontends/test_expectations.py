@@ -85,6 +85,20 @@ def test_missing_trace_expectation_is_gc008(proj, capsys):
     assert f"ops.py:{SAFE_LINE}:1 GC008 [error] a `graphcheck: expect[GC102]` marker expects GC102" in out
 
 
+def test_optional_expectation_is_never_owed(proj, capsys):
+    # `?`: expected where it appears (here it does not), so no GC008 either way
+    text = CASES.replace("return x * x.sum()", "return x * x.sum()  # graphcheck: expect[GC102@trace?]")
+    (proj / "ops.py").write_text(text)
+    code, data = audit_json(capsys, "ops.py")
+    assert [f["code"] for f in data["findings"] if f["code"] == "GC008"] == []
+    # and where the trace layer does report, the finding is expected
+    text = CASES.replace("expect[GC101@trace]", "expect[GC101@trace?]")
+    (proj / "ops.py").write_text(text)
+    code, data = audit_json(capsys, "ops.py")
+    assert code == 0
+    assert [(f["code"], f["line"], f["expected"]) for f in data["findings"]] == [("GC101", UNSAFE_LINE, True)]
+
+
 def test_no_trace_verdict_when_the_trace_layer_is_skipped(proj, capsys):
     text = CASES.replace('Case("safe", safe, make_inputs)', 'Case("safe", safe, make_inputs, cpu_ok=False)')
     text = text.replace('Case("unsafe", unsafe, make_inputs)', 'Case("unsafe", unsafe, make_inputs, cpu_ok=False)')

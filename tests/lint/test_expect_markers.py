@@ -195,3 +195,13 @@ def test_colour_text_dims_expected_findings_and_counts_only_the_rest():
     assert "GC101 [error] [expected] syncs" in both and "1 finding (1 error; 1 expected)" in both
     alone = render([expected], "text", color=True)
     assert "0 findings (1 expected)" in alone and "\x1b[2mnowhere.py:3:1 GC101" in alone  # dimmed
+
+
+def test_a_trailing_question_mark_makes_an_expectation_optional():
+    from graphcheck.expectations import can_report, owed_by
+
+    (e,) = parse_expect("# graphcheck: expect[GC102@trace?]")
+    assert e == Expectation("GC102", frozenset({"trace"}), True)
+    assert can_report(e, "trace", "python") and not owed_by(e, "trace", "python")
+    (plain,) = parse_expect("# graphcheck: expect[GC102@trace]")
+    assert not plain.optional and owed_by(plain, "trace", "python")
