@@ -73,6 +73,7 @@ _compiled_count: dict[str, int] = {}
 
 
 def _baselines(ref: Callable[..., Any], inputs: dict, est_bytes: float, args, row: dict) -> None:
+    """Time the reference eager and compiled into ``row``, and ours' speedup over each."""
     import torch
 
     if args.no_reference or est_bytes > REF_MEMORY_CAP:
@@ -97,6 +98,9 @@ def _baselines(ref: Callable[..., Any], inputs: dict, est_bytes: float, args, ro
                 row["ref_note"] = f"compile failed: {type(exc).__name__}"
     if DEVICE == "cuda":
         torch.cuda.empty_cache()
+    for base in ("eager", "compiled"):
+        if row.get(f"{base}_ms") and row.get("ours_ms"):
+            row[f"speedup_{base}"] = row[f"{base}_ms"] / row["ours_ms"]
 
 
 def _variant(cfg) -> str:
@@ -196,10 +200,6 @@ def bench_decode(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
         length = min(mml, max_blocks * bs)
         est = 4 * batch * length * (dim + 2 * next_n * heads) + batch * max_blocks * bs * (dim + 4)
         _baselines(fp8_paged_mqa_logits_reference, first, est, args, row)
-        if row.get("eager_ms") and row.get("ours_ms"):
-            row["speedup_eager"] = row["eager_ms"] / row["ours_ms"]
-        if row.get("compiled_ms") and row.get("ours_ms"):
-            row["speedup_compiled"] = row["compiled_ms"] / row["ours_ms"]
         rows.append(row)
         print(f"{shape}: ours {row['ours_ms']} ms (unclean {row['ours_unclean_ms']}), "
               f"floor fraction {row.get('frac_floor')}", file=sys.stderr)
@@ -241,10 +241,6 @@ def bench_prefill(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
             row["TFLOPS_unclean"] = flops / (row["ours_unclean_ms"] * 1e-3) / 1e12
         est = 4 * m * heads * n * 2 + 4 * m * n * 2
         _baselines(fp8_mqa_logits_reference, inputs, est, args, row)
-        if row.get("eager_ms") and row.get("ours_ms"):
-            row["speedup_eager"] = row["eager_ms"] / row["ours_ms"]
-        if row.get("compiled_ms") and row.get("ours_ms"):
-            row["speedup_compiled"] = row["compiled_ms"] / row["ours_ms"]
         rows.append(row)
         print(f"{shape}: ours {row['ours_ms']} ms, {row.get('TFLOPS')} TFLOPS", file=sys.stderr)
 
