@@ -8,8 +8,7 @@ imports neither torch nor triton.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from graphcheck.lazy import lazy_getattr
 
 # public name -> submodule of graphcheck.kernels that defines it
 _EXPORTS: dict[str, str] = {
@@ -25,13 +24,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'graphcheck.kernels' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()})
 
 
 def __dir__() -> list[str]:

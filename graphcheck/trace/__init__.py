@@ -16,7 +16,7 @@ Nothing here imports torch or triton until it is used.
 
 from __future__ import annotations
 
-from typing import Any
+from graphcheck.lazy import lazy_getattr
 
 _LAZY = {
     "Recorder": "graphcheck.trace.recorder",
@@ -26,14 +26,4 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'graphcheck.trace' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
