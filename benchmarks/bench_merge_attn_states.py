@@ -69,44 +69,6 @@ def per_call_us(calls, torch, iters=2000) -> float:
     return start.elapsed_time(end) * 1e3 / iters
 
 
-def graph_per_call_us(calls, torch, per_graph=100, replays=20) -> float:
-    """Per-call device time with the host out of the loop: ``per_graph`` calls
-    captured in one CUDA graph (how an engine runs its decode step), replayed
-    and timed with CUDA events."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):  # warm up off the capturing stream
-        for i in range(3):
-            calls[i % len(calls)]()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(per_graph):
-            calls[i % len(calls)]()
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(replays):
-        graph.replay()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1e3 / (replays * per_graph)
-
-
-def host_us(call, torch, iters=2000) -> float:
-    """Host-side microseconds per call of the wrapper (Python + launch)."""
-    for _ in range(20):
-        call()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        call()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) * 1e6 / iters
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
     import torch
@@ -151,9 +113,9 @@ def main(argv=None) -> int:
             "N": n, "H": H, "D": D, "dtype": dname, "MB": size / 1e6,
             "ours_ms": ms,
             "ours_per_call_us": per_call_us(calls, torch),
-            "graph_per_call_us": graph_per_call_us(calls, torch),
+            "graph_per_call_us": common.graph_ms(calls, per_graph=100, replays=20) * 1e3,
             # host cost only where the GPU cannot be the bottleneck
-            "host_us": host_us(calls[0], torch) if n <= 4096 else None,
+            "host_us": common.host_us(calls[0], iters=2000) if n <= 4096 else None,
             "GB/s": size / (ms * 1e-3) / 1e9,
         }
         row["frac_copy"] = row["GB/s"] / copy_gbs

@@ -3,7 +3,9 @@ environment line, and the result table. Each ``bench_*.py`` script builds on it.
 
 Times are medians of CUDA-event-timed runs (``triton.testing.do_bench``), with
 inputs rotated across several copies when the working set would fit in L2, so
-the numbers measure HBM and not the cache.
+the numbers measure HBM and not the cache. Kernels short enough for the host to
+fall behind are also timed inside a CUDA graph (:func:`graph_ms`), which is how
+an engine runs them and leaves only device time.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import platform
 import statistics
 import sys
+import time
 from typing import Any, Callable, Sequence
 
 L2_BYTES = 60 * 1024 * 1024  # H200: 60 MB of L2; rotate inputs below a few times this
@@ -65,6 +68,57 @@ def time_rotating(make_call: Callable[[int], Callable[[], Any]], copies: int, qu
     return time_ms(step, quick)
 
 
+def graph_ms(calls: Sequence[Callable[[], Any]], per_graph: int = 0, replays: int = 10) -> float:
+    """Median device milliseconds per call with the host out of the loop.
+
+    ``per_graph`` calls (cycling through ``calls``, one per input copy) are
+    captured in one CUDA graph, replayed ``replays`` times, each replay timed
+    with CUDA events. The calls must not allocate (pass preallocated outputs).
+    """
+    import torch
+
+    n = len(calls)
+    per_graph = per_graph or n * max(1, -(-20 // n))
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # compile and warm up off the capturing stream
+        for call in calls:
+            call()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(per_graph):
+            calls[i % n]()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / per_graph)
+    del graph
+    return median(times)
+
+
+def host_us(call: Callable[[], Any], iters: int = 500) -> float:
+    """Host-side microseconds per call of a wrapper (Python checks + launch)."""
+    import torch
+
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    for _ in range(min(20, iters)):
+        call()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        call()
+    t1 = time.perf_counter()
+    sync()
+    return (t1 - t0) * 1e6 / iters
+
+
 def copies_for(working_set_bytes: int) -> int:
     """How many input copies to rotate through so the working set exceeds 4x L2."""
     if working_set_bytes <= 0:
@@ -76,8 +130,6 @@ def warm_up_gpu(seconds: float = 1.0) -> None:
     """Keep the GPU busy for ``seconds`` so its clocks have ramped up before the
     first timed row (an idle H200 starts far below its boost clock, which once
     made a benchmark's first row about 3x slower than the same row re-run)."""
-    import time
-
     import torch
 
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)

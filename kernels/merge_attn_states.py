@@ -33,6 +33,8 @@ import torch
 import triton
 import triton.language as tl
 
+from graphcheck.kernels import _launch
+
 __all__ = ["merge_attn_states", "merge_attn_states_reference", "graphcheck_cases"]
 
 _FP8 = torch.float8_e4m3fn
@@ -173,7 +175,7 @@ def default_config(num_tokens: int, num_heads: int, head_size: int, dtype: torch
     """
     elem = dtype.itemsize
     vec = max(1, 16 // elem)  # elements per 16-byte access
-    block_d = triton.next_power_of_2(max(1, head_size))
+    block_d = _launch.next_pow2(max(1, head_size))
     target = max(1, min(64, (8192 // elem) // block_d))
     n_rows = num_tokens * num_heads
     small = min(8, target)
@@ -297,10 +299,10 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
     strides = (output.stride(0), output.stride(1), prefix_output.stride(0), prefix_output.stride(1),
                suffix_output.stride(0), suffix_output.stride(1),
                *lse_strides(prefix_lse), *lse_strides(suffix_lse), *olse)
-    constexprs = dict(HEAD_SIZE=d, BLOCK_D=triton.next_power_of_2(max(1, d)), ROWS=rows,
+    constexprs = dict(HEAD_SIZE=d, BLOCK_D=_launch.next_pow2(max(1, d)), ROWS=rows,
                       HEAD_MAJOR=bool(head_major), HAS_OUT_LSE=output_lse is not None,
                       LIMIT_MODE=limit_mode, FP8_OUT=fp8, FP8_MAX=_FP8_MAX)
-    grid = (triton.cdiv(n * h, rows),)
+    grid = (_launch.cdiv(n * h, rows),)
     return _Plan(grid, strides, constexprs, num_warps, limit_mode, n, h, n * h * d == 0)
 
 

@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from graphcheck.kernels import _fp8
+from graphcheck.kernels import _fp8, _launch
 from graphcheck.kernels._fp8 import decode_e4m3, score_tile
 
 __all__ = ["fp8_mqa_logits", "fp8_mqa_logits_reference", "graphcheck_cases", "MqaConfig"]
@@ -40,9 +40,9 @@ def default_config(m: int, n: int, heads: int, device: torch.device) -> MqaConfi
     # tiles with 4 warps beat 2 x 128-key tiles with 8 warps by ~25%.
     block_m = max(1, 256 // heads)
     block_n = 64
-    m_tiles = triton.cdiv(m, block_m)
+    m_tiles = _launch.cdiv(m, block_m)
     target = 2 * _fp8.sm_count(device)
-    splits = max(1, min(triton.cdiv(target, m_tiles), triton.cdiv(n, 2 * block_n)))
+    splits = max(1, min(_launch.cdiv(target, m_tiles), _launch.cdiv(n, 2 * block_n)))
     return MqaConfig(block_m=block_m, block_n=block_n, splits=splits, num_warps=4, num_stages=3)
 
 
@@ -203,7 +203,7 @@ def fp8_mqa_logits(
     cfg = config or default_config(m, n, heads, device)
     use_fp8 = _fp8.native_fp8_dot(device) if fp8_dot is None else bool(fp8_dot)
     gn = max(16, cfg.block_m) if cfg.reduce_dot else cfg.block_m
-    grid = (triton.cdiv(m, cfg.block_m), cfg.splits)
+    grid = (_launch.cdiv(m, cfg.block_m), cfg.splits)
     q_arg, k_arg = (q, k) if use_fp8 else (q.view(torch.uint8), k.view(torch.uint8))
     _mqa_logits_kernel[grid](
         q_arg, k_arg, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out,

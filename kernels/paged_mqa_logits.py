@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from graphcheck.kernels import _fp8
+from graphcheck.kernels import _fp8, _launch
 from graphcheck.kernels._fp8 import decode_e4m3, score_tile
 
 __all__ = ["fp8_paged_mqa_logits", "fp8_paged_mqa_logits_reference", "graphcheck_cases", "PagedConfig"]
@@ -37,8 +37,10 @@ class PagedConfig:
     pair_blocks: bool = False  # two KV blocks (2·block_size keys) per dot
 
 
-#: programs per SM the key axis is split into (measured on an H200: 16-32 are best)
+#: programs per SM the key axis is split into, one query row per program (H200 sweep: 32-64 best)
 PROGRAMS_PER_SM = 32
+#: the same for the per-row variant over block pairs (next_n 2-4), which does more work per key (8-16 best)
+PROGRAMS_PER_SM_ROWS = 16
 #: fewest block-table entries per program: shorter chunks cost more in per-program overhead than they win
 MIN_BLOCKS_PER_PROGRAM = 5
 
@@ -46,19 +48,20 @@ MIN_BLOCKS_PER_PROGRAM = 5
 def default_config(batch: int, next_n: int, heads: int, block_size: int, max_model_len: int,
                    device: torch.device, max_blocks: "int | None" = None) -> PagedConfig:
     """Shape-only launch choice. ``max_blocks`` is the block-table width (a shape, default from max_model_len)."""
-    rows = min(triton.next_power_of_2(next_n), max(1, 128 // heads))
-    row_tiles = triton.cdiv(next_n, rows)
+    rows = min(_launch.next_pow2(next_n), max(1, 128 // heads))
+    row_tiles = _launch.cdiv(next_n, rows)
     if max_blocks is None:
-        max_blocks = triton.cdiv(max_model_len, block_size)
-    blocks = min(max_blocks, triton.cdiv(max_model_len, block_size))
+        max_blocks = _launch.cdiv(max_model_len, block_size)
+    blocks = min(max_blocks, _launch.cdiv(max_model_len, block_size))
+    per_row = rows in (2, 4)  # the per-row variant holds at most four query tiles
     # Many programs per SM even out requests of different lengths, but each should still
     # walk several blocks of the table.
-    target = PROGRAMS_PER_SM * _fp8.sm_count(device)
-    splits = max(1, min(triton.cdiv(target, batch * row_tiles), triton.cdiv(blocks, MIN_BLOCKS_PER_PROGRAM)))
-    if rows not in (2, 4):  # the per-row variant holds at most four query tiles
+    target = (PROGRAMS_PER_SM_ROWS if per_row else PROGRAMS_PER_SM) * _fp8.sm_count(device)
+    splits = max(1, min(_launch.cdiv(target, batch * row_tiles), _launch.cdiv(blocks, MIN_BLOCKS_PER_PROGRAM)))
+    if not per_row:
         return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=3)
     # Several query rows: a dot per row (no reshape for the head sum) over two KV blocks
-    # at a time was fastest on every next_n = 2 shape of the H200 sweep (docs/benchmarks.md).
+    # at a time was fastest on every next_n = 2 shape of the H200 sweeps (docs/benchmarks.md).
     return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=4, split_rows=True, pair_blocks=True)
 
 
@@ -364,7 +367,7 @@ def fp8_paged_mqa_logits(
     use_fp8 = _fp8.native_fp8_dot(device) if fp8_dot is None else bool(fp8_dot)
     lens_2d = context_lens.dim() == 2
     gn = max(16, cfg.rows) if cfg.reduce_dot else cfg.rows
-    grid = (batch, cfg.splits, triton.cdiv(next_n, cfg.rows))
+    grid = (batch, cfg.splits, _launch.cdiv(next_n, cfg.rows))
     q_arg = q if use_fp8 else q.view(torch.uint8)
     _paged_mqa_logits_kernel[grid](
         q_arg, kv_cache, weights, context_lens, block_tables, out,
@@ -466,7 +469,7 @@ def make_inputs(
             lengths = lengths.clamp(max=max_model_len)
     lengths = torch.as_tensor(lengths, dtype=torch.int64).to(device)
     if max_blocks is None:
-        max_blocks = triton.cdiv(max_model_len, block_size)
+        max_blocks = _launch.cdiv(max_model_len, block_size)
     num_blocks = batch * max_blocks + extra_blocks
     perm = (torch.randperm(num_blocks, generator=gen, device=device) if shuffle
             else torch.arange(num_blocks, device=device))

@@ -185,3 +185,34 @@ def test_in_process_for_a_case_defined_here():
 
     findings, _ = check_capture(graphcheck.Case("local_fixed", total_fixed, inputs, outputs=["out"], atol=1e-4))
     assert findings == [], _describe(findings)
+
+
+def test_output_argument_holding_two_tensors_is_compared_tensor_by_tensor():
+    import torch
+
+    import graphcheck
+
+    memo = {}
+
+    def pair_stale(x, outs):
+        out, total = outs
+        out.copy_(x * 2)
+        if x.data_ptr() not in memo:  # memoised per buffer: the warm-up fills it, the graph only copies it
+            memo[x.data_ptr()] = x.sum().reshape(1)
+        total.copy_(memo[x.data_ptr()])
+        return outs
+
+    def pair_fresh(x, outs):
+        out, total = outs
+        out.copy_(x * 2)
+        total.copy_(x.sum().reshape(1))
+        return outs
+
+    def inputs(seed, device):
+        x = torch.randn(64, generator=torch.Generator().manual_seed(seed)).to(device)
+        return {"x": x, "outs": (torch.empty(64, device=device), torch.empty(1, device=device))}
+
+    findings, _ = check_capture(graphcheck.Case("pair_stale", pair_stale, inputs, outputs=["outs"], atol=1e-4))
+    assert [(f.code, f.evidence.get("output")) for f in findings] == [("GC406", "outs[1]")], _describe(findings)
+    findings, _ = check_capture(graphcheck.Case("pair_fresh", pair_fresh, inputs, outputs=["outs"], atol=1e-4))
+    assert findings == [], _describe(findings)

@@ -191,10 +191,11 @@ def test_default_configs_are_shape_only_and_bounded():
         assert cfg.num_warps == 4 and cfg.rows * heads <= 128 and cfg.rows >= 1
         blocks = min(max_blocks or 10**9, triton.cdiv(mml, 64))
         row_tiles = triton.cdiv(next_n, cfg.rows)
-        # about PROGRAMS_PER_SM programs per SM, but never fewer than MIN_BLOCKS_PER_PROGRAM table entries each
+        # about PROGRAMS_PER_SM(_ROWS) programs per SM, but never fewer than MIN_BLOCKS_PER_PROGRAM table entries each
+        per_sm = paged_mqa_logits.PROGRAMS_PER_SM_ROWS if cfg.split_rows else paged_mqa_logits.PROGRAMS_PER_SM
+        assert cfg.split_rows == cfg.pair_blocks == (cfg.rows in (2, 4))
         assert 1 <= cfg.splits <= max(1, triton.cdiv(blocks, paged_mqa_logits.MIN_BLOCKS_PER_PROGRAM))
-        assert cfg.splits * batch * row_tiles < (paged_mqa_logits.PROGRAMS_PER_SM * _fp8.sm_count(cpu)
-                                                  + batch * row_tiles)
+        assert cfg.splits * batch * row_tiles < per_sm * _fp8.sm_count(cpu) + batch * row_tiles
     # a wide block table allows more splits than a narrow one
     narrow = paged_mqa_logits.default_config(8, 1, 64, 64, 111000, cpu, max_blocks=20)
     wide = paged_mqa_logits.default_config(8, 1, 64, 64, 111000, cpu, max_blocks=2000)

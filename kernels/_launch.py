@@ -1,0 +1,18 @@
+"""Host-side integer helpers for launch decisions.
+
+Plain Python on ints: the wrappers call these on every launch, and Triton's own
+``cdiv`` / ``next_power_of_2`` go through its constexpr-function machinery,
+which costs microseconds per call on the host.
+"""
+
+from __future__ import annotations
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling of ``a / b`` for ints, ``b > 0``."""
+    return -(-a // b)
+
+
+def next_pow2(n: int) -> int:
+    """The smallest power of two ``>= n`` (1 for ``n <= 1``)."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
