@@ -34,6 +34,28 @@ class _Stop(Exception):
     """The case cannot go on (a finding was already recorded)."""
 
 
+def restore_rng_after_failed_capture() -> bool:
+    """Put the CUDA generators back in eager mode after a capture that raised.
+
+    A capture whose end raises never runs torch's generator epilogue, so the
+    default CUDA generator stays in capture mode and every later ``torch.randn``
+    on the device fails with "Offset increment outside graph capture". One
+    successful, empty capture runs the prologue and epilogue again (verified on
+    an H200, docs/gpu-runs.md). Returns whether that capture succeeded.
+    """
+    import torch
+
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "the CUDA graph is empty"
+            with torch.cuda.graph(graph):
+                pass
+        return True
+    except Exception:
+        return False
+
+
 def make_finding(code: str, message: str, loc: Location, case: str | None, **evidence: Any) -> Finding:
     rule = rules.get(code)
     return Finding(
@@ -220,6 +242,9 @@ class CaptureRun:
                      cuda_errors=[e.to_dict() for e in errs] or None, exception=cuda_err.first_lines(exc))
             raise _Stop from exc
         if failure is not None:
+            if not restore_rng_after_failed_capture():
+                self.skipped.append(f"{self.case.name}: the CUDA generator could not be reset after the failed "
+                                    "capture; random ops on the device may fail later in this process")
             self._blame(failure, rec, watch)
             return None, None, rec
         self._inspect(graph, eager_names, rec, watch, warnings_seen)

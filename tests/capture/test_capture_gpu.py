@@ -177,7 +177,8 @@ def test_in_process_for_a_case_defined_here():
     assert any("isolation skipped" in s for s in skipped)
     (f,) = [f for f in findings if f.code == "GC101"]
     assert f.line == _marker_line(total_bad, "GC101")
-    torch.cuda.synchronize()  # the process is still usable after the failed capture
+    torch.cuda.synchronize()  # the process is still usable after the failed capture,
+    assert torch.randn(4, device="cuda").isfinite().all()  # its default CUDA generator included
 
     def total_fixed(x, out):
         out.copy_(x.sum().expand_as(out))

@@ -18,7 +18,8 @@ def test_audit_kernels_runs_every_layer_and_passes():
                            "--format", "json"], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     data = json.loads(proc.stdout)
-    assert len(data["cases"]) >= 9 and data["findings"] == []
+    # infos (GC408: a kernel compiled on its first call) are advice, not failures
+    assert len(data["cases"]) >= 9 and [f for f in data["findings"] if f["severity"] != "info"] == []
     for case in data["cases"]:
         assert case["layers"] == {"trace": "pass", "capture": "pass"}, case
 
@@ -47,6 +48,7 @@ def test_assert_graph_safe_on_the_gpu():
     assert report.layers["trace"] == "pass" and not report.findings
     with pytest.raises(AssertionError, match="GC101"):
         graphcheck.assert_graph_safe(lambda x: x / x.max().item(), make_inputs, gpu="required", name="sync")
+    assert torch.randn(4, device="cuda").isfinite().all()  # the in-process failed capture left the RNG usable
 
 
 def test_hazard_zoo_audits_green_on_the_gpu():

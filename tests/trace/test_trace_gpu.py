@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 
 import graphcheck
+from graphcheck.capture.runner import restore_rng_after_failed_capture
 from graphcheck.discovery import load_cases
 from graphcheck.expectations import owed_by
 from graphcheck.lint.suppress import expect_markers
@@ -125,4 +126,7 @@ def test_recorder_names_the_op_that_breaks_capture():
                 syncing_region(x)
     assert [(e.code, e.line) for e in rec.sync_events] == [("GC101", _line_of(syncing_region, ".item()"))]
     torch.cuda.synchronize()
+    # the failed capture left the default CUDA generator in capture mode; the capture layer's reset fixes it
+    assert restore_rng_after_failed_capture()
+    assert torch.randn(4, device="cuda").isfinite().all()
 
