@@ -116,30 +116,23 @@ def _run_trace_layer(case: Case, cuda: bool, examples: int, report: Report) -> N
 
 def _run_capture_layer(case: Case, gpu: str, cuda: bool, examples: int, timeout: float, isolate: bool,
                        report: Report) -> None:
+    from graphcheck.capture import check_capture, layer_skip_reason, skips_whole_layer
+
     if not cuda:
-        reason = "gpu='off': capture layer skipped" if gpu == "off" else "no CUDA device: capture layer skipped"
+        reason = layer_skip_reason("gpu='off'" if gpu == "off" else "no CUDA device")
         report.skipped.append(reason)
         report.layers["capture"] = f"skipped: {reason}"
-    else:
-        try:
-            from graphcheck.capture import check_capture
-        except ImportError as exc:
-            reason = f"capture layer unavailable ({exc}): capture layer skipped"
-            report.skipped.append(reason)
-            report.layers["capture"] = f"skipped: {reason}"
-        else:
-            try:
-                found, skipped = check_capture(case, examples=examples, timeout=timeout, isolate=isolate)
-                found = _marked(list(found))
-                report.findings += found
-                report.skipped += list(skipped)
-                # Notes such as "isolation skipped" or "graph inspection unavailable" leave
-                # the layer run; only a reason saying the whole layer was skipped does not.
-                whole = [s for s in skipped if s.endswith("capture layer skipped")]
-                if whole and not found:
-                    report.layers["capture"] = f"skipped: {whole[0]}"
-                else:
-                    report.layers["capture"] = _status(list(found))
-            except Exception as exc:
-                report.findings.append(_internal_error(case, exc, "capture"))
-                report.layers["capture"] = "fail"
+        return
+    try:
+        found, skipped = check_capture(case, examples=examples, timeout=timeout, isolate=isolate)
+    except Exception as exc:  # a bug in graphcheck must not take the whole run down
+        report.findings.append(_internal_error(case, exc, "capture"))
+        report.layers["capture"] = "fail"
+        return
+    found = _marked(list(found))
+    report.findings += found
+    report.skipped += list(skipped)
+    # Notes such as "isolation skipped" or "graph inspection unavailable" leave
+    # the layer run; only a reason saying the whole layer was skipped does not.
+    whole = [s for s in skipped if skips_whole_layer(s)]
+    report.layers["capture"] = f"skipped: {whole[0]}" if whole and not found else _status(found)

@@ -24,7 +24,21 @@ from graphcheck.case import Case
 if TYPE_CHECKING:
     from graphcheck.findings import Finding
 
-__all__ = ["check_capture"]
+__all__ = ["check_capture", "LAYER_SKIPPED", "layer_skip_reason", "skips_whole_layer"]
+
+#: the ending of every note saying the whole capture layer did not run (notes cross
+#: the worker's process boundary as JSON strings, so the marker is part of the text)
+LAYER_SKIPPED = "capture layer skipped"
+
+
+def layer_skip_reason(why: str) -> str:
+    """A note saying the whole capture layer did not run, and why."""
+    return f"{why}: {LAYER_SKIPPED}"
+
+
+def skips_whole_layer(note: str) -> bool:
+    """Whether ``note`` says the whole layer did not run (not "isolation skipped" and the like)."""
+    return note.endswith(LAYER_SKIPPED)
 
 
 def check_capture(
@@ -50,7 +64,7 @@ def check_capture(
     import torch
 
     if not torch.cuda.is_available():
-        return [], [f"{case.name}: no CUDA device: capture layer skipped"]
+        return [], [layer_skip_reason(f"{case.name}: no CUDA device")]
     skipped: list[str] = []
     ref = None
     if isolate:

@@ -15,6 +15,7 @@ import warnings
 from typing import Any, Iterator
 
 from graphcheck import rules
+from graphcheck.capture import layer_skip_reason
 from graphcheck.capture import errors as cuda_err
 from graphcheck.capture.locations import Location, exception_location, function_location
 from graphcheck.capture.nodes import GraphNode, escaped_kernels, graph_nodes, summarize
@@ -148,7 +149,7 @@ class CaptureRun:
         import torch
 
         if not torch.cuda.is_available():
-            self.skipped.append(f"{self.case.name}: no CUDA device: capture layer skipped")
+            self.skipped.append(layer_skip_reason(f"{self.case.name}: no CUDA device"))
             return self.findings, self.skipped
         from graphcheck.capture.devices import pick_device
 

@@ -183,3 +183,19 @@ def test_bad_arguments():
 
 def test_graphcheck_check_is_the_public_name():
     assert graphcheck.check is check and graphcheck.Report is Report
+
+
+@pytest.mark.parametrize("notes, expected", [
+    (["c: isolation skipped: built inside a function"], "pass"),
+    (["c: isolation skipped: built inside a function", "c: no CUDA device: capture layer skipped"],
+     "skipped: c: no CUDA device: capture layer skipped"),
+])
+def test_capture_notes_that_skip_the_whole_layer_mark_it_skipped(monkeypatch, notes, expected):
+    import graphcheck.api as api
+    import graphcheck.capture as capture
+
+    monkeypatch.setattr(capture, "check_capture", lambda case, **kw: ([], list(notes)))
+    report = Report(case="c")
+    api._run_capture_layer(_case(copy_full), "auto", True, 2, 10.0, True, report)
+    assert report.layers["capture"] == expected and report.skipped == notes
+    assert capture.skips_whole_layer(capture.layer_skip_reason("x")) and not capture.skips_whole_layer(notes[0])
