@@ -8,10 +8,10 @@ SKV = 8192 and 32768 keys, H = 64, D = 128, query i sees keys [0, SKV - M + i].
 For each shape: our kernel with clean_logits True and False, the eager PyTorch
 reference and ``torch.compile`` of it; achieved TFLOPS and GB/s; and the
 fraction of the bandwidth floor. Decode times are device time per call inside a
-CUDA graph (how engines run the decode step; a single decode call is shorter
-than its host-side launch, so event-timed single calls measure the host); the
-event-timed call (``ours_event_ms``) and the wrapper's host cost (``host_us``)
-are reported next to it. The floor is bytes / copy bandwidth (measured in
+CUDA graph (how engines run the decode step; many decode calls are shorter
+than the wrapper's host-side launch, so event-timed single calls would time the
+host); the event-timed call (``ours_event_ms``) and the wrapper's host cost
+(``host_us``) are reported next to it. The floor is bytes / copy bandwidth (measured in
 the same run), with bytes = Σlen·(D+4) (keys and scales, read once per request)
 + the output the kernel must write: every B·next_n·max_model_len fp32 when
 clean_logits is set (the -inf fill included), only the valid positions
