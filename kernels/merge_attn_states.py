@@ -179,9 +179,9 @@ def default_config(num_tokens: int, num_heads: int, head_size: int, dtype: torch
     target = max(1, min(64, (8192 // elem) // block_d))
     n_rows = num_tokens * num_heads
     small = min(8, target)
-    if -(-n_rows // target) >= _MIN_PROGRAMS:
+    if _launch.cdiv(n_rows, target) >= _MIN_PROGRAMS:
         rows = target
-    elif -(-n_rows // small) >= _MIN_PROGRAMS:
+    elif _launch.cdiv(n_rows, small) >= _MIN_PROGRAMS:
         rows = small
     else:
         rows = 1
