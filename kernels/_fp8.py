@@ -3,7 +3,8 @@
 - per-token FP8 key quantisation and the per-block paged-cache packing,
 - the byte decoder of float8 e4m3fn used where the GPU has no FP8 dot,
 - the Triton device function that scores a key tile against a query tile,
-- shape/device-only launch decisions (which dot path, how many SMs).
+- shape/device-only launch decisions (which dot path, how many SMs) and the
+  checked output buffer.
 """
 
 from __future__ import annotations
@@ -59,6 +60,17 @@ def check_launchable(*tensors: torch.Tensor) -> torch.device:
     if device.type not in ("cuda", "cpu"):
         raise ValueError(f"tensors are on {device}: the Triton kernel needs a CUDA device (or the CPU interpreter)")
     return device
+
+
+def logits_buffer(out: "torch.Tensor | None", rows: int, cols: int, device: torch.device) -> torch.Tensor:
+    """The fp32 ``[rows, cols]`` logits output: ``out`` checked, or a new buffer when it is None."""
+    if out is None:
+        return torch.empty((rows, cols), dtype=torch.float32, device=device)
+    if not isinstance(out, torch.Tensor) or out.dtype != torch.float32:
+        raise TypeError("out must be a float32 tensor")
+    if tuple(out.shape) != (rows, cols) or out.stride(1) != 1 or out.device != device:
+        raise ValueError(f"out must be [{rows}, {cols}] on {device} with unit column stride")
+    return out
 
 
 # ----------------------------------------------------------------------------- quantisation

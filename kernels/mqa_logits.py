@@ -193,13 +193,7 @@ def fp8_mqa_logits(
         raise TypeError(f"clean_logits must be a bool, got {type(clean_logits).__name__}")
     k, k_scale, m, n, heads, dim = _check_inputs(q, kv, weights, cu_seqlen_ks, cu_seqlen_ke)
     device = _fp8.check_launchable(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke)
-    if out is None:
-        out = torch.empty((m, n), dtype=torch.float32, device=device)
-    else:
-        if not isinstance(out, torch.Tensor) or out.dtype != torch.float32:
-            raise TypeError("out must be a float32 tensor")
-        if tuple(out.shape) != (m, n) or out.stride(1) != 1 or out.device != device:
-            raise ValueError(f"out must be [{m}, {n}] on {device} with unit column stride")
+    out = _fp8.logits_buffer(out, m, n, device)
     cfg = config or default_config(m, n, heads, device)
     use_fp8 = _fp8.native_fp8_dot(device) if fp8_dot is None else bool(fp8_dot)
     gn = max(16, cfg.block_m) if cfg.reduce_dot else cfg.block_m

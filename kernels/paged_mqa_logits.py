@@ -353,13 +353,7 @@ def fp8_paged_mqa_logits(
     batch, next_n, heads, dim, block_size = _check_inputs(q, kv_cache, weights, context_lens, block_tables)
     device = _fp8.check_launchable(q, kv_cache, weights, context_lens, block_tables)
     rows_total = batch * next_n
-    if out is None:
-        out = torch.empty((rows_total, max_model_len), dtype=torch.float32, device=device)
-    else:
-        if not isinstance(out, torch.Tensor) or out.dtype != torch.float32:
-            raise TypeError("out must be a float32 tensor")
-        if tuple(out.shape) != (rows_total, max_model_len) or out.stride(1) != 1 or out.device != device:
-            raise ValueError(f"out must be [{rows_total}, {max_model_len}] on {device} with unit column stride")
+    out = _fp8.logits_buffer(out, rows_total, max_model_len, device)
     cfg = config or default_config(batch, next_n, heads, block_size, max_model_len, device,
                                    max_blocks=block_tables.shape[1])
     if cfg.split_rows and (cfg.rows not in (1, 2, 4) or cfg.reduce_dot):
