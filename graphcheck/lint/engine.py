@@ -86,11 +86,11 @@ def lint_source(source: str, path: str, language: str, options: _Options | None 
         from graphcheck.lint.python_rules import lint_python
 
         found = lint_python(source, path, all_functions=options.all_functions, entry_points=options.entry_points)
-        found = suppress.filter_python(found, source)
     else:
         from graphcheck.lint.cpp_rules import lint_cpp
 
-        found = suppress.filter_cpp(lint_cpp(source, path), source)
+        found = lint_cpp(source, path)
+    found = suppress.filter_suppressed(found, source, language)
     return found + expectations.missing_static(found, path, source=source, language=language)
 
 

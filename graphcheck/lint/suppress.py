@@ -138,16 +138,17 @@ def python_comment(line: str) -> str | None:
     return None
 
 
-def filter_python(findings: Iterable[Finding], source: str) -> list[Finding]:
-    """Drop findings suppressed by a ``# graphcheck: ignore`` comment on their line."""
+def filter_suppressed(findings: Iterable[Finding], source: str, language: str) -> list[Finding]:
+    """Drop findings suppressed by a ``# graphcheck: ignore`` (Python) or
+    ``// graphcheck: ignore[...]`` (C++, ``language`` "cpp") comment on their line."""
     findings = list(findings)
     if not findings or "graphcheck" not in source:
         return findings
-    return filter_by_comments(findings, comments(source, "python"))
+    return filter_by_comments(findings, comments(source, language))
 
 
 def filter_by_comments(findings: Iterable[Finding], comments: Mapping[int, list[str]]) -> list[Finding]:
-    """Drop findings suppressed by a marker in a comment that starts on their line (C++)."""
+    """Drop findings suppressed by a marker in a comment that starts on their line."""
     kept = []
     for f in findings:
         suppressed = False
@@ -159,11 +160,3 @@ def filter_by_comments(findings: Iterable[Finding], comments: Mapping[int, list[
         if not suppressed:
             kept.append(f)
     return kept
-
-
-def filter_cpp(findings: Iterable[Finding], source: str) -> list[Finding]:
-    """Drop C++ findings suppressed by ``// graphcheck: ignore[...]`` on their line."""
-    findings = list(findings)
-    if not findings or "graphcheck" not in source:
-        return findings
-    return filter_by_comments(findings, comments(source, "cpp"))
