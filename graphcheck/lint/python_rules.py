@@ -35,6 +35,15 @@ _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+\S+[ \t]+)?import[ \t]+(\([^)]*\
 _TEXT_LIMIT = 60
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
+# What each host read found by Facts.sync_kind does, after "`<the call>` "; {where} names the capture path.
+_SYNC_READS = {
+    "GC101": "synchronizes with the host{where}",
+    "GC102": "converts a tensor to a Python scalar{where}, which synchronizes with the host",
+    "GC103": "copies a tensor to a Python list{where}, which synchronizes with the host",
+    "GC104": "copies a tensor to the host{where}, which synchronizes",
+    "GC111": "iterates a tensor on the host{where}: every comparison synchronizes",
+}
+
 # torch functions by the rule they break; matched on the resolved dotted name.
 _NONZERO = {"torch.nonzero", "torch.argwhere"}
 _MASKED_SELECT = {"torch.masked_select"}
@@ -286,20 +295,8 @@ class _FunctionChecker:
         method = attr is not None and qual is None  # a method call on a value, not a module function
 
         kind = facts.sync_kind(node)
-        if kind == "GC101":
-            self.report("GC101", node, f"`{self.t(node)}` synchronizes with the host{{where}}")
-        elif kind == "GC102":
-            self.report("GC102", node, f"`{self.t(node)}` converts a tensor to a Python scalar{{where}}, "
-                                       "which synchronizes with the host")
-        elif kind == "GC103":
-            self.report("GC103", node, f"`{self.t(node)}` copies a tensor to a Python list{{where}}, "
-                                       "which synchronizes with the host")
-        elif kind == "GC104":
-            self.report("GC104", node, f"`{self.t(node)}` copies a tensor to the host{{where}}, "
-                                       "which synchronizes")
-        elif kind == "GC111":
-            self.report("GC111", node, f"`{self.t(node)}` iterates a tensor on the host{{where}}: every "
-                                       "comparison synchronizes")
+        if kind in _SYNC_READS:
+            self.report(kind, node, f"`{self.t(node)}` " + _SYNC_READS[kind])
 
         if qual in _NONZERO or (method and attr in ("nonzero", "argwhere")) or (
                 qual == "torch.where" and len(node.args) == 1 and not node.keywords):
