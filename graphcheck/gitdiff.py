@@ -15,7 +15,7 @@ import re
 import subprocess
 from pathlib import Path
 
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 class GitError(Exception):
@@ -48,10 +48,13 @@ class Changes:
 
 def _git(args: list[str], cwd: "str | os.PathLike[str]", check: bool = True) -> subprocess.CompletedProcess:
     try:
-        proc = subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=cwd, capture_output=True, text=True,
-                              encoding="utf-8", errors="surrogateescape")
+        proc = subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=cwd, capture_output=True)
     except FileNotFoundError:
         raise GitError("git is not installed or not on PATH") from None
+    # decoded here, not by text=True: universal-newline translation would turn a lone CR inside a
+    # source line into a line break and shift every later line of the diff
+    proc.stdout = proc.stdout.decode("utf-8", "surrogateescape")
+    proc.stderr = proc.stderr.decode("utf-8", "surrogateescape")
     if check and proc.returncode != 0:
         raise GitError(f"git {' '.join(args)} failed: {proc.stderr.strip()}")
     return proc
@@ -109,21 +112,65 @@ def _unquote(path: str) -> str:
 
 
 def parse_unified_zero(diff: str) -> dict[str, set[int]]:
-    """Added/modified line numbers (new side) per file from ``git diff -U0`` output."""
+    """Added/modified line numbers (new side) per file from ``git diff -U0`` output.
+
+    The diff is read by its structure, not by line prefixes: a ``@@ -a,b +c,d @@``
+    header announces ``b`` old and ``d`` new lines, and exactly that many body
+    lines belong to the hunk, whatever they start with (an added source line
+    ``++ x`` is printed ``+++ x`` and is content, not a file header). ``---``/``+++``
+    are headers only between hunks. Lines are split on ``\\n`` alone, so a
+    carriage return or U+2028 inside a source line does not shift the count.
+    """
     files: dict[str, set[int]] = {}
     current: str | None = None
-    for line in diff.splitlines():
-        if line.startswith("+++ "):
+    old_left = new_left = 0  # body lines still owed by the hunk being read
+    new_line = 0
+    for line in diff.split("\n"):
+        if old_left > 0 or new_left > 0:
+            tag = line[:1]
+            if tag == "+" and new_left > 0:
+                if current is not None:
+                    files[current].add(new_line)
+                new_line += 1
+                new_left -= 1
+                continue
+            if tag == "-" and old_left > 0:
+                old_left -= 1
+                continue
+            if tag == " " and old_left > 0 and new_left > 0:
+                new_line += 1
+                old_left -= 1
+                new_left -= 1
+                continue
+            if tag == "\\":  # "\ No newline at end of file"
+                continue
+            old_left = new_left = 0  # a truncated hunk: read this line as a header
+        if line.startswith("\\"):
+            continue
+        if line.startswith("diff "):
+            current = None
+        elif line.startswith("+++ "):
             target = _unquote(line[4:].rstrip("\t"))
             current = None if target == "/dev/null" else target[2:] if target.startswith("b/") else target
             if current is not None:
                 files.setdefault(current, set())
-        elif line.startswith("@@") and current is not None:
+        elif line.startswith("@@"):
             m = _HUNK.match(line)
             if m:
-                start, count = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
-                files[current].update(range(start, start + count))
+                old_left = int(m.group(2)) if m.group(2) is not None else 1
+                new_line = int(m.group(3))
+                new_left = int(m.group(4)) if m.group(4) is not None else 1
     return files
+
+
+def _has_lone_cr(path: Path) -> bool:
+    try:
+        if not path.is_file():
+            return False
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return b"\r" in data.replace(b"\r\n", b"")
 
 
 def changes_since(ref: str, cwd: "str | os.PathLike[str]" = ".") -> Changes:
@@ -144,5 +191,10 @@ def changes_since(ref: str, cwd: "str | os.PathLike[str]" = ".") -> Changes:
     untracked = _git(["ls-files", "--others", "--exclude-standard", "-z"], root).stdout.split("\0")
     for name in untracked:
         if name:
+            files[name] = None
+    for name, lines_changed in files.items():
+        if lines_changed is not None and _has_lone_cr(root / name):
+            # git counts lines by LF only; a file with lone-CR line ends is one "line" to git but many to
+            # the linter, so line numbers cannot be matched: treat every line as changed
             files[name] = None
     return Changes(root=root, base=base, files=files, note=note)

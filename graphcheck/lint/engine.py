@@ -53,9 +53,19 @@ def _tool_finding(code: str, message: str, path: str, line: int = 1, col: int = 
 
 
 def _count_lines(data: bytes) -> int:
+    """Lines as Python counts them: ``\\r\\n``, a lone ``\\r`` (old Mac files) and ``\\n`` each end one."""
     if not data:
         return 0
-    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    breaks = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    return breaks + (0 if data.endswith((b"\n", b"\r")) else 1)
+
+
+def normalize_newlines(source: str) -> str:
+    """``\\r\\n`` and lone ``\\r`` as ``\\n``: the line breaks Python's tokenizer accepts, so every rule
+    and line count sees the same lines whatever the file's line-end convention."""
+    if "\r" not in source:
+        return source
+    return source.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def decode(data: bytes, language: str) -> str:
@@ -82,6 +92,7 @@ def lint_source(source: str, path: str, language: str, options: _Options | None 
     from graphcheck.lint import suppress
 
     options = options or _Options(False, (), Config().max_file_size)
+    source = normalize_newlines(source)
     if language == "python":
         from graphcheck.lint.python_rules import lint_python
 
