@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     import torch
 
-    from graphcheck.kernels import merge_attn_states as mas
+    from graphcheck.kernels import merge_attn as mas
 
     if not torch.cuda.is_available():
         print("bench_merge_attn_states: needs a CUDA device", file=sys.stderr)

@@ -16,9 +16,8 @@ _EXPORTS: dict[str, str] = {
     "fp8_paged_mqa_logits_reference": "paged_mqa_logits",
     "fp8_mqa_logits": "mqa_logits",
     "fp8_mqa_logits_reference": "mqa_logits",
-    # the wrapper itself is graphcheck.kernels.merge_attn_states.merge_attn_states:
-    # the submodule owns the bare name, so only the reference is exported here
-    "merge_attn_states_reference": "merge_attn_states",
+    "merge_attn_states": "merge_attn",
+    "merge_attn_states_reference": "merge_attn",
 }
 
 __all__ = sorted(_EXPORTS)

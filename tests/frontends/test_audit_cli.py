@@ -107,5 +107,5 @@ def test_package_target_resolves_to_its_case_modules():
 
     target = resolve_target("graphcheck.kernels")
     assert target.lint_paths and Path(target.lint_paths[0]).name == "kernels"
-    assert "graphcheck.kernels.merge_attn_states" in target.case_sources
+    assert "graphcheck.kernels.merge_attn" in target.case_sources
     assert all(s.startswith("graphcheck.kernels.") for s in target.case_sources)

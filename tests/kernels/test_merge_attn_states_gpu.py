@@ -20,7 +20,7 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 @pytest.fixture(scope="module")
 def mas():
-    import graphcheck.kernels.merge_attn_states as module
+    import graphcheck.kernels.merge_attn as module
 
     return module
 

@@ -1,9 +1,10 @@
-"""merge_attn_states: combine two partial attention results by their log-sum-exp.
+"""merge_attn: combine two partial attention results by their log-sum-exp.
 
 After split-KV or chunked-prefill attention each (token, head) has a prefix part
 and a suffix part, each with its natural-log LSE. This module holds the Triton
 kernel, its wrapper :func:`merge_attn_states` (vLLM's argument order, a drop-in
-for ``vllm._custom_ops.merge_attn_states``), a pure-PyTorch reference
+for ``vllm._custom_ops.merge_attn_states``; exported as
+``graphcheck.kernels.merge_attn_states``), a pure-PyTorch reference
 :func:`merge_attn_states_reference`, and the declared graphcheck cases.
 
 Math per token t and head h (p = prefix LSE, s = suffix LSE)::
