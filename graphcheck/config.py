@@ -55,13 +55,32 @@ class Config:
     source: Path | None = None  # the file the settings came from
 
     def selects(self, code: str) -> bool:
-        """Whether ``code`` is reported under select/ignore (per-file ignores aside)."""
+        """Whether ``code`` is reported under select/ignore (per-file ignores aside).
+
+        The tool's own codes (GC0xx: a file that could not be checked, a case that crashed, a broken
+        marker) are always reported unless ``ignore`` names them in full: ``select`` and prefixes
+        never hide them.
+        """
+        if is_tool_code(code):
+            return not ignored_by(code, self.ignore)
         if self.select and not rules.matches(code, self.select):
             return False
         return not (self.ignore and rules.matches(code, self.ignore))
 
     def with_overrides(self, **changes: Any) -> "Config":
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def is_tool_code(code: str) -> bool:
+    """GC0xx: graphcheck's own findings, which no ``select`` and no prefix can hide."""
+    return code.upper().startswith("GC0")
+
+
+def ignored_by(code: str, selectors: "tuple[str, ...] | list[str]") -> bool:
+    """Whether ``selectors`` (an ``ignore`` list) drop ``code``: by prefix, but a GC0xx code only by its full name."""
+    if is_tool_code(code):
+        return code.upper() in {s.upper() for s in selectors}
+    return rules.matches(code, selectors)
 
 
 def parse_selectors(value: "str | list | tuple", where: str) -> tuple[str, ...]:

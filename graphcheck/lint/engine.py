@@ -17,6 +17,7 @@ import tokenize
 from typing import Any, Sequence
 
 from graphcheck import rules
+from graphcheck import config as config_mod
 from graphcheck.config import Config
 from graphcheck.findings import Finding
 from graphcheck.lint import cache as cache_mod
@@ -102,6 +103,8 @@ def lint_source(source: str, path: str, language: str, options: _Options | None 
 
         found = lint_cpp(source, path)
     found = suppress.filter_suppressed(found, source, language)
+    found += [_tool_finding("GC009", problem, path, line=line)
+              for line, problem in suppress.marker_problems(source, language)]
     return found + expectations.missing_static(found, path, source=source, language=language)
 
 
@@ -267,7 +270,7 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
             if _matches_glob(display, abs_path, root, pattern):
                 ignored += codes
         for f in found:
-            if config.selects(f.code) and not (ignored and rules.matches(f.code, ignored)):
+            if config.selects(f.code) and not (ignored and config_mod.ignored_by(f.code, ignored)):
                 findings.append(f)
     findings.sort(key=Finding.sort_key)
     from graphcheck.expectations import mark_expected

@@ -5,9 +5,13 @@ Both apply to the line they are on, in a ``#`` comment (Python) or a ``//`` /
 :func:`comments` is the one comment scanner both use.
 
 - ``ignore``: with codes in brackets it drops the findings with those codes (or
-  code prefixes); bare, it drops every finding on the line. Only files with a
-  finding and the word ``graphcheck`` are scanned, so this costs nothing on clean
-  files.
+  code prefixes such as ``GC1``); bare (nothing after ``ignore`` but another
+  comment), it drops every finding on the line. The tool's own codes (GC0xx: a
+  file that could not be checked, a broken marker) are dropped only when named
+  in full. A marker that is not exactly one of these forms (``ignore(GC101)``,
+  ``ignore: GC101``, ``ignore[``, ``ignore[]``, an unknown code, a prefix that
+  matches no rule) suppresses nothing and is itself reported as GC009, so a typo
+  can never hide a finding.
 - ``expect``: the inverse. The findings named (exact codes) are expected on that
   line: still reported, marked ``expected``, never failing a run; and a layer
   that should have reported one and did not yields GC008 (see
@@ -28,7 +32,8 @@ from typing import Iterable, Mapping, NamedTuple
 
 from graphcheck.findings import Finding
 
-_MARKER = re.compile(r"graphcheck\s*:\s*ignore\b(?:\s*\[([^\]]*)\])?", re.I)
+_MARKER = re.compile(r"graphcheck\s*:\s*ignore\b", re.I)
+_SELECTOR = re.compile(r"^GC\d{1,3}$")
 _EXPECT = re.compile(r"graphcheck\s*:\s*expect\s*\[([^\]]*)\]", re.I)
 
 ALL = frozenset({"*"})
@@ -97,19 +102,86 @@ def expect_markers(source: str, language: str) -> dict[int, list[Expectation]]:
     return out
 
 
+def _marker_codes(rest: str) -> "tuple[frozenset[str], str | None]":
+    """The codes of one ``ignore`` marker from the text after the word ``ignore``: (codes, problem).
+
+    A malformed marker gives an empty set (it suppresses nothing) and the problem.
+    """
+    from graphcheck import rules
+
+    body = rest.lstrip()
+    if not body.startswith("["):
+        tail = body[:-2].rstrip() if body.endswith("*/") else body
+        if not tail or tail.startswith(("#", "//")):
+            return ALL, None
+        return frozenset(), (f"`graphcheck: ignore` is followed by {_shown(tail)}; "
+                             "write `ignore[CODE, ...]` (or a bare `ignore` for every rule)")
+    close = body.find("]")
+    if close < 0:
+        return frozenset(), "`ignore[` has no closing `]`"
+    entries = [e for e in re.split(r"[,\s]+", body[1:close]) if e]
+    if not entries:
+        return frozenset(), "`ignore[]` names no rule"
+    codes = set()
+    for entry in entries:
+        code = entry.upper()
+        if not _SELECTOR.match(code):
+            return frozenset(), f"{_shown(entry)} in `ignore[...]` is not a rule code (like GC101) or prefix (like GC1)"
+        if len(code) == 5 and code not in rules.RULES:
+            return frozenset(), f"`ignore[...]` names unknown rule {code}; `graphcheck rules` lists them"
+        if not any(known.startswith(code) for known in rules.RULES):
+            return frozenset(), f"`ignore[...]` prefix {code} matches no rule"
+        codes.add(code)
+    return frozenset(codes), None
+
+
+def _shown(text: str, limit: int = 30) -> str:
+    text = text.strip()
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def parse_markers(comment: str) -> "list[tuple[frozenset[str], str | None]]":
+    """Every ``graphcheck: ignore`` marker of a comment: (codes it suppresses, problem or None)."""
+    found = []
+    for m in _MARKER.finditer(comment):
+        found.append(_marker_codes(comment[m.end():]))
+    return found
+
+
 def parse_marker(comment: str) -> frozenset[str] | None:
-    """The codes a comment suppresses (``ALL`` for a bare marker), or None if it has no marker."""
-    m = _MARKER.search(comment)
-    if m is None:
+    """The codes a comment suppresses (``ALL`` for a bare marker; empty for a malformed one), or None if it
+    has no marker."""
+    markers = parse_markers(comment)
+    if not markers:
         return None
-    if m.group(1) is None:
+    if any(codes is ALL for codes, _ in markers):
         return ALL
-    codes = frozenset(c.strip().upper() for c in re.split(r"[,\s]+", m.group(1)) if c.strip())
-    return codes or ALL
+    return frozenset().union(*(codes for codes, _ in markers))
+
+
+def is_tool_code(code: str) -> bool:
+    """GC0xx: the tool's own findings (a file not checked, a case that crashed, a broken marker)."""
+    return code.upper().startswith("GC0")
 
 
 def _suppressed(code: str, codes: frozenset[str]) -> bool:
-    return codes is ALL or "*" in codes or any(code.upper().startswith(c) for c in codes)
+    code = code.upper()
+    if is_tool_code(code):
+        return code in codes  # never by a bare marker or a prefix
+    return codes is ALL or any(code.startswith(c) for c in codes)
+
+
+def marker_problems(source: str, language: str) -> list[tuple[int, str]]:
+    """``(line, problem)`` for each malformed ``ignore`` marker in the comments of ``source``."""
+    if "graphcheck" not in source or not _MARKER.search(source):
+        return []
+    out = []
+    for line, texts in sorted(comments(source, language).items()):
+        for text in texts:
+            for _, problem in parse_markers(text):
+                if problem:
+                    out.append((line, problem))
+    return out
 
 
 def python_comment(line: str) -> str | None:
