@@ -73,6 +73,12 @@ def _row_scores(k, q_t, w):
 
 
 @triton.jit
+def _masked(r, bad):
+    """Scores of keys whose block id is out of range are -inf."""
+    return tl.where(bad, float("-inf"), r)
+
+
+@triton.jit
 def _load_row_query(q_ptr, w_ptr, b, j, next_n, stride_qb, stride_qn, stride_qh, stride_qd,
                     stride_wr, stride_wh, H: tl.constexpr, D: tl.constexpr, FP8_DOT: tl.constexpr):
     """Query row j of request b as a transposed [D, H] tile, and its [H] weights (zeros past next_n)."""
@@ -109,7 +115,7 @@ def _store_row(out_ptr, row, stride_or, p, r, end, row_ok, max_model_len, CLEAN:
         tl.store(ptrs, r, mask=p < end)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_kv_blocks"])
 def _paged_mqa_logits_kernel(
     q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr,
     stride_qb, stride_qn, stride_qh, stride_qd,
@@ -118,7 +124,7 @@ def _paged_mqa_logits_kernel(
     stride_lb, stride_ln,
     stride_btb, stride_btk,
     stride_or,
-    next_n, max_model_len, max_blocks,
+    next_n, max_model_len, max_blocks, num_kv_blocks,
     H: tl.constexpr, D: tl.constexpr, BS: tl.constexpr,
     ROWS: tl.constexpr, GN: tl.constexpr,
     LENS_2D: tl.constexpr, CLEAN: tl.constexpr, FP8_DOT: tl.constexpr, REDUCE_DOT: tl.constexpr,
@@ -184,20 +190,27 @@ def _paged_mqa_logits_kernel(
     t = tl.arange(0, KEYS)
     bt_row = bt_ptr + b.to(tl.int64) * stride_btb
     for tile in tl.range(split, num_tiles, splits, num_stages=NUM_STAGES):
+        # A block id outside [0, num_kv_blocks) is read as block 0 (never out of bounds) and its
+        # keys score -inf, as in the reference.
         if PAIR:
             blk = tile * 2
-            phys_a = tl.load(bt_row + blk * stride_btk).to(tl.int64)
+            raw_a = tl.load(bt_row + blk * stride_btk).to(tl.int64)
             # An odd last block pairs with itself (never with a table entry past the sequence);
             # its duplicate keys lie past every row's end and are masked at the store.
-            phys_b = tl.load(bt_row + tl.minimum(blk + 1, num_blocks - 1) * stride_btk).to(tl.int64)
+            raw_b = tl.load(bt_row + tl.minimum(blk + 1, num_blocks - 1) * stride_btk).to(tl.int64)
+            phys_a = tl.where((raw_a >= 0) & (raw_a < num_kv_blocks), raw_a, -1)
+            phys_b = tl.where((raw_b >= 0) & (raw_b < num_kv_blocks), raw_b, -1)
+            phys_t = tl.where(t < BS, phys_a, phys_b)
+            bad = phys_t < 0
             slot = t % BS
-            base = kv_ptr + tl.where(t < BS, phys_a, phys_b) * stride_kv
+            base = kv_ptr + tl.maximum(phys_t, 0) * stride_kv
             k_ptrs = base[:, None] + slot[:, None] * D + d[None, :]
             s_ptrs = (base + BS * D).to(tl.pointer_type(tl.float32)) + slot
         else:
-            phys = tl.load(bt_row + tile * stride_btk).to(tl.int64)
-            base = kv_ptr + phys * stride_kv
-            k_ptrs = base + t[:, None] * D + d[None, :]
+            raw = tl.load(bt_row + tile * stride_btk).to(tl.int64)
+            bad = ((raw < 0) | (raw >= num_kv_blocks)) & (t >= 0)  # a [KEYS] mask
+            base = kv_ptr + tl.where(bad, 0, raw) * stride_kv
+            k_ptrs = base[:, None] + t[:, None] * D + d[None, :]
             s_ptrs = (base + BS * D).to(tl.pointer_type(tl.float32)) + t
         if FP8_DOT:
             k = tl.load(k_ptrs.to(tl.pointer_type(tl.float8e4nv)))
@@ -207,18 +220,18 @@ def _paged_mqa_logits_kernel(
         p = tile * KEYS + t
         if SPLIT_ROWS:
             row = b * next_n + row0
-            _store_row(out_ptr, row, stride_or, p, _row_scores(k, q0, w0) * scale, end0, row0 < next_n,
+            _store_row(out_ptr, row, stride_or, p, _masked(_row_scores(k, q0, w0) * scale, bad), end0, row0 < next_n,
                        max_model_len, CLEAN)
             if ROWS >= 2:
-                _store_row(out_ptr, row + 1, stride_or, p, _row_scores(k, q1, w1) * scale, end1,
+                _store_row(out_ptr, row + 1, stride_or, p, _masked(_row_scores(k, q1, w1) * scale, bad), end1,
                            row0 + 1 < next_n, max_model_len, CLEAN)
             if ROWS >= 4:
-                _store_row(out_ptr, row + 2, stride_or, p, _row_scores(k, q2, w2) * scale, end2,
+                _store_row(out_ptr, row + 2, stride_or, p, _masked(_row_scores(k, q2, w2) * scale, bad), end2,
                            row0 + 2 < next_n, max_model_len, CLEAN)
-                _store_row(out_ptr, row + 3, stride_or, p, _row_scores(k, q3, w3) * scale, end3,
+                _store_row(out_ptr, row + 3, stride_or, p, _masked(_row_scores(k, q3, w3) * scale, bad), end3,
                            row0 + 3 < next_n, max_model_len, CLEAN)
         else:
-            r = score_tile(k, q_t, w, ROWS, H, GN, REDUCE_DOT) * scale[:, None]
+            r = tl.where(bad[:, None], float("-inf"), score_tile(k, q_t, w, ROWS, H, GN, REDUCE_DOT) * scale[:, None])
             valid = (p[:, None] < end[None, :]) & col_ok[None, :]
             ptrs = out_rows[None, :] + p[:, None]
             if CLEAN:
@@ -296,6 +309,8 @@ def _check_inputs(q, kv_cache, weights, context_lens, block_tables) -> tuple[int
         raise TypeError(f"kv_cache must be uint8 (packed FP8 keys + fp32 scales), got {kv_cache.dtype}")
     if kv_cache.dim() != 4 or kv_cache.shape[2] != 1 or kv_cache.shape[3] != dim + 4:
         raise ValueError(f"kv_cache must be [num_blocks, block_size, 1, {dim + 4}], got {list(kv_cache.shape)}")
+    if kv_cache.shape[0] < 1:
+        raise ValueError("kv_cache has no blocks (shape[0] == 0): every block-table entry would be out of range")
     block_size = kv_cache.shape[1]
     if not (_pow2(block_size) and 16 <= block_size <= 128):
         raise ValueError(f"block_size must be a power of two in [16, 128], got {block_size}")
@@ -371,7 +386,7 @@ def fp8_paged_mqa_logits(
         context_lens.stride(0), context_lens.stride(1) if lens_2d else 0,
         block_tables.stride(0), block_tables.stride(1),
         out.stride(0),
-        next_n, max_model_len, block_tables.shape[1],
+        next_n, max_model_len, block_tables.shape[1], kv_cache.shape[0],
         H=heads, D=dim, BS=block_size, ROWS=cfg.rows, GN=gn,
         LENS_2D=lens_2d, CLEAN=clean_logits, FP8_DOT=use_fp8, REDUCE_DOT=cfg.reduce_dot,
         SPLIT_ROWS=cfg.split_rows, PAIR=cfg.pair_blocks, KEYS=block_size * (2 if cfg.pair_blocks else 1),
@@ -410,16 +425,18 @@ def fp8_paged_mqa_logits_reference(
 ) -> torch.Tensor:
     """Pure PyTorch, vectorised and capture-safe (sizes from shapes only, no host sync).
 
-    Gathers every block of every block table (entries are clamped into range, so
-    arbitrary entries past a sequence are harmless), dequantises in
-    ``compute_dtype`` and masks invalid positions to -inf (always; ``clean_logits``
-    is accepted for signature parity).
+    Gathers every block of every block table, dequantises in ``compute_dtype``
+    and masks invalid positions to -inf (always; ``clean_logits`` is accepted for
+    signature parity). A block id outside ``[0, num_blocks)`` reads nothing and its
+    positions are -inf, valid or not (the kernel does the same).
     """
     batch, next_n, heads, dim = q.shape
     num_blocks, block_size = kv_cache.shape[:2]
     max_blocks = block_tables.shape[1]
     length = min(max_model_len, max_blocks * block_size)
-    blocks = _fp8._block_bytes(kv_cache)[block_tables.long().clamp(0, num_blocks - 1)]  # [B, MB, bs*(D+4)]
+    ids = block_tables.long()
+    bad_block = (ids < 0) | (ids >= num_blocks)  # [B, MB]
+    blocks = _fp8._block_bytes(kv_cache)[ids.clamp(0, max(num_blocks - 1, 0))]  # [B, MB, bs*(D+4)]
     keys = blocks[..., : block_size * dim].contiguous().view(torch.float8_e4m3fn)
     keys = keys.reshape(batch, max_blocks * block_size, dim)[:, :length].to(compute_dtype)
     scales = blocks[..., block_size * dim :].contiguous().view(torch.float32)
@@ -428,7 +445,9 @@ def fp8_paged_mqa_logits_reference(
     w = weights.to(compute_dtype).reshape(batch, next_n, heads, 1)
     logits = (scores * w).sum(dim=2) * scales[:, None, :]  # [B, next_n, length]
     logits = logits.reshape(batch * next_n, length)
-    logits = logits.masked_fill(~valid_mask(context_lens, next_n, length), float("-inf"))
+    bad = bad_block.repeat_interleave(block_size, dim=1)[:, :length]  # [B, length]
+    bad = bad[:, None, :].expand(batch, next_n, length).reshape(batch * next_n, length)
+    logits = logits.masked_fill(~valid_mask(context_lens, next_n, length) | bad, float("-inf"))
     result = torch.full((batch * next_n, max_model_len), float("-inf"), dtype=compute_dtype, device=q.device)
     result[:, :length] = logits
     return result
