@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
         config = config_mod.load_file(args.config) if args.config else config_mod.discover(changes.root)
         if args.fail_on:
             config = config.with_overrides(fail_on=args.fail_on)
-        linted = lint_paths(shown, config) if shown else None
+        linted = lint_paths(shown, config, use_cache=_trusted_cache(changes.root),
+                            trust_stat=False) if shown else None
     except config_mod.ConfigError as exc:
         return _err(str(exc))
 
@@ -196,6 +197,19 @@ def run(args: argparse.Namespace) -> int:
 
     fail_on = config.fail_on
     return EXIT_FINDINGS if fail_on != "never" and at_or_above(findings, fail_on) else EXIT_OK
+
+
+def _trusted_cache(root: Path) -> bool:
+    """Whether the lint cache may be used: never one inside the checked-out tree, which the change
+    under review could have planted (``$GRAPHCHECK_CACHE_DIR`` pointing into the repository)."""
+    from graphcheck.lint import cache as cache_mod
+
+    directory = cache_mod.cache_dir(root)
+    if directory is not None and cache_mod.is_inside(directory, root):
+        print(f"graphcheck ci: note: not using the lint cache in {directory}: it is inside the repository",
+              file=sys.stderr)
+        return False
+    return directory is not None
 
 
 def _repo_path(path: str, changes) -> str:

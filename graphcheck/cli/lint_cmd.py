@@ -54,7 +54,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings (same as --fail-on never)")
     p.add_argument("--all-functions", action="store_true", default=None,
                    help="lint every Python function, not only capture-reachable ones")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the lint cache (.graphcheck_cache/)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the lint cache (in $XDG_CACHE_HOME/graphcheck or "
+                        "~/.cache/graphcheck, or $GRAPHCHECK_CACHE_DIR)")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="worker processes (default: the number of CPUs; 1 runs in-process)")
     p.set_defaults(run=run)

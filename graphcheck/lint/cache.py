@@ -1,15 +1,23 @@
-"""The lint cache: one file mapping each linted file to its findings.
+"""The lint cache: one file per project mapping each linted file to its findings.
 
 An entry is keyed by the file's absolute path and remembers its size, mtime and
 content digest (BLAKE2b of the bytes). On a re-run, a file whose size and mtime
-are unchanged is a hit without being read; a file whose stat changed but whose
-bytes hash to the same digest (a ``touch``, a checkout) is a hit after one read.
-The whole cache is invalidated when anything that changes findings changes: the
-graphcheck version, the rule modules' source, ``all-functions`` and the entry
-points. Select/ignore filters apply after the cache, so they do not invalidate
-it. The cache lives in ``.graphcheck_cache/`` under the project root (or
-``$GRAPHCHECK_CACHE_DIR``) as JSON, never pickle, so a cache file shipped in a
-repository cannot run code; a corrupt or unreadable cache is ignored and rebuilt.
+are unchanged is a hit without being read (the usual size+mtime trade-off: an
+edit that keeps both, such as ``cp -p`` of a same-size file, is not noticed;
+``graphcheck ci`` therefore re-reads and re-hashes every file); a file whose stat
+changed but whose bytes hash to the same digest (a ``touch``, a checkout) is a
+hit after one read. The whole cache is invalidated when anything that changes
+findings changes: the graphcheck version, the rule modules' source,
+``all-functions`` and the entry points. Select/ignore filters apply after the
+cache, so they do not invalidate it.
+
+Where it lives: never in the checked-out tree by default, so a cache file
+committed to a repository is never read. It is in the per-user cache directory
+(``$XDG_CACHE_HOME/graphcheck``, else ``~/.cache/graphcheck``), one folder per
+project root, or in ``$GRAPHCHECK_CACHE_DIR`` when set. The file is JSON, never
+pickle; a corrupt or unreadable cache is ignored and rebuilt, and each entry is
+checked against its schema and the rule catalog before use: an entry that does
+not fit is a miss (the file is linted again), never an empty result.
 """
 
 from __future__ import annotations
@@ -46,9 +54,79 @@ def settings_key(all_functions: bool, entry_points: tuple[str, ...], max_file_si
     return h.hexdigest()
 
 
-def cache_dir(root: Path) -> Path:
+def user_cache_base() -> Path | None:
+    """``$XDG_CACHE_HOME/graphcheck`` or ``~/.cache/graphcheck``; None when there is no home to put it in."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "graphcheck"
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):
+        return None
+    if not home.is_absolute():
+        return None
+    return home / ".cache" / "graphcheck"
+
+
+def cache_dir(root: Path) -> Path | None:
+    """Where the cache of the project at ``root`` lives: ``$GRAPHCHECK_CACHE_DIR``, else a folder of the
+    per-user cache directory named after a digest of the project root (None: run uncached)."""
     env = os.environ.get("GRAPHCHECK_CACHE_DIR")
-    return Path(env) if env else Path(root) / CACHE_DIR_NAME
+    if env:
+        return Path(env)
+    base = user_cache_base()
+    if base is None:
+        return None
+    real = os.path.realpath(os.fspath(root))
+    return base / "lint" / digest(real.encode("utf-8", "surrogateescape"))
+
+
+def is_inside(directory: Path, root: Path) -> bool:
+    """Whether ``directory`` is ``root`` or under it (after resolving symlinks)."""
+    d, r = os.path.realpath(os.fspath(directory)), os.path.realpath(os.fspath(root))
+    return d == r or d.startswith(r.rstrip(os.sep) + os.sep)
+
+
+_SEVERITIES = ("error", "warning", "info")
+_FINDING_KEYS = {"code", "severity", "message", "line", "col", "function", "hint", "layer", "case", "evidence",
+                 "expected"}
+
+
+def _is_int(value: Any, low: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def valid_finding(data: Any) -> bool:
+    """A stored finding (a ``Finding.to_dict()`` without ``path``) that fits the schema and the current
+    rule catalog: a known code with the severity the catalog gives it, from the static layer."""
+    from graphcheck import rules
+
+    if not isinstance(data, dict) or not set(data) <= _FINDING_KEYS:
+        return False
+    code = data.get("code")
+    if not isinstance(code, str) or code not in rules.RULES:
+        return False
+    if data.get("severity") != rules.RULES[code].severity.value or data.get("layer", "static") != "static":
+        return False
+    if not isinstance(data.get("message"), str) or not _is_int(data.get("line")) or not _is_int(data.get("col", 0)):
+        return False
+    if not all(data.get(k) is None or isinstance(data.get(k), str) for k in ("function", "hint", "case")):
+        return False
+    if not isinstance(data.get("evidence", {}), dict) or not isinstance(data.get("expected", False), bool):
+        return False
+    return True
+
+
+def valid_entry(entry: Any) -> bool:
+    """``[size, mtime_ns, digest, lines, findings]`` with the right types and every finding valid."""
+    if not isinstance(entry, list) or len(entry) != 5:
+        return False
+    size, mtime, file_digest, lines, findings = entry
+    if not (_is_int(size) and _is_int(mtime, -2**63) and _is_int(lines)):
+        return False
+    if not isinstance(file_digest, str) or len(file_digest) != 32 or any(c not in "0123456789abcdef" for c in file_digest):
+        return False
+    return isinstance(findings, list) and all(valid_finding(f) for f in findings)
 
 
 class LintCache:
@@ -75,12 +153,9 @@ class LintCache:
     def lookup(self, path: str, size: int, mtime_ns: int) -> "tuple[bool, str | None, int, list | None]":
         """(stat matches, known digest, lines, findings); a digest without a stat match lets the caller re-hash."""
         entry = self.entries.get(path)
-        try:
-            e_size, e_mtime, e_digest, e_lines, e_findings = entry  # type: ignore[misc]
-            if not isinstance(e_findings, list) or not isinstance(e_lines, int):
-                raise TypeError
-        except (TypeError, ValueError):
+        if not valid_entry(entry):  # missing, or malformed: a miss, and the file is linted afresh
             return False, None, 0, None
+        e_size, e_mtime, e_digest, e_lines, e_findings = entry  # type: ignore[misc]
         if e_size == size and e_mtime == mtime_ns:
             return True, e_digest, e_lines, e_findings
         return False, e_digest, e_lines, e_findings
@@ -93,6 +168,8 @@ class LintCache:
     def save(self) -> None:
         if not self.dirty:
             return
+        # entries of files that no longer exist would only grow the file
+        self.entries = {p: e for p, e in self.entries.items() if os.path.lexists(p)}
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             gitignore = self.file.parent / ".gitignore"

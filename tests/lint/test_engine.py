@@ -23,7 +23,15 @@ def tree(tmp_path, monkeypatch):
     _fake_rules.install(monkeypatch)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GRAPHCHECK_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".." / f"{tmp_path.name}-xdg"))
     return tmp_path
+
+
+def user_cache(tree: Path) -> Path:
+    """The per-user cache folder of the project at ``tree`` (under the fixture's XDG_CACHE_HOME)."""
+    from graphcheck.lint import cache as cache_mod
+
+    return cache_mod.cache_dir(tree)
 
 
 def write(path: Path, text: "str | bytes") -> Path:
@@ -230,7 +238,7 @@ def test_cache_hit_and_invalidation_on_edit(tree):
     _many_files(tree, n=12)
     first = lint_paths(["."], Config(root=tree), jobs=1)
     assert first.from_cache == 0
-    assert (tree / ".graphcheck_cache").is_dir()
+    assert user_cache(tree).is_dir() and not (tree / ".graphcheck_cache").exists()
     second = lint_paths(["."], Config(root=tree), jobs=1)
     assert second.from_cache == 12
     assert second.findings == first.findings and second.lines == first.lines
@@ -274,7 +282,7 @@ def test_cache_key_covers_every_module_the_python_rules_use(monkeypatch):
 def test_corrupt_cache_is_ignored_and_rebuilt(tree):
     write(tree / "a.py", "t.item()\n")
     lint_paths(["."], Config(root=tree))
-    cache_file = next((tree / ".graphcheck_cache").glob("lint-*"))
+    cache_file = next(user_cache(tree).glob("lint-*"))
     for garbage in [b"\x00garbage", b'{"format": 1, "key": "x"', b"[1, 2]"]:
         cache_file.write_bytes(garbage)
         result = lint_paths(["."], Config(root=tree))
@@ -293,4 +301,4 @@ def test_cache_dir_from_environment(tree, monkeypatch, tmp_path_factory):
 def test_no_cache_writes_nothing(tree):
     write(tree / "a.py", "t.item()\n")
     lint_paths(["."], Config(root=tree), use_cache=False)
-    assert not (tree / ".graphcheck_cache").exists()
+    assert not (tree / ".graphcheck_cache").exists() and not user_cache(tree).exists()

@@ -28,6 +28,7 @@ def git(cwd: "str | Path", *args: str) -> str:
 
 
 def init_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
     git(path, "init", "-q", "-b", "main")
     git(path, "config", "user.email", "ci@example.com")
     git(path, "config", "user.name", "ci")
