@@ -38,7 +38,7 @@ from graphcheck.lint.suppress import Expectation, expect_markers
 
 CODE = "GC008"
 #: the codes the C++ static rules can report
-CPP_STATIC = frozenset({"GC110", "GC201", "GC303"})
+CPP_STATIC = frozenset({"GC110", "GC201", "GC202", "GC301", "GC303"})
 #: the static codes only the C++ rules report (GC110 comes from both languages)
 _CPP_ONLY = frozenset({"GC201", "GC303"})
 #: a file the static layer could not check gives no verdict on its markers

@@ -13,10 +13,25 @@ copy; each ``#define`` body is a region of its own.
   ``cuLaunchKernel`` and a ``cudaLaunchKernelEx`` config whose ``.stream`` is set
   to one of those. The per-thread default stream is flagged too: it is not the
   stream PyTorch captures on, so the launch runs eagerly outside the graph.
-- GC110: device, stream or event synchronization in a function that launches
-  kernels.
+- GC201 also: ``0``/``nullptr`` (or a ``/*stream=*/nullptr`` label) passed as the
+  ``cudaStream_t`` of a launcher declared in the file, and
+  ``getDefaultCUDAStream()`` used as a stream anywhere.
+- GC110: device, stream or event synchronization, ``cudaStreamQuery`` and blocking
+  copies (``cudaMemcpy``...) on the capture path: in a function that launches
+  kernels, or in an op or launcher that works on a stream (takes a
+  ``cudaStream_t``, a tensor, or gets the current stream).
+- GC202: a ``getStreamFromPool()`` side stream never joined back in its function.
+- GC301: ``cudaMemcpyAsync`` host-to-device from pageable memory (a local or
+  static variable, a local array, a ``std::vector``, ``new``/``malloc``).
 - GC303: ``cudaMalloc``/``cudaFree`` and friends in a function that launches
   kernels (the stream-ordered ``cudaMallocAsync``/``cudaFreeAsync`` are fine).
+
+Off the capture path, nothing is flagged: setup and load-time functions (by
+name), branches the code keeps off the graph (``else`` of ``if (use_cuda_graph)``,
+one-time ``static`` initialization), functions that check the capture status
+themselves, and standalone programs (``main()``, ``*_test.cu``) that never
+capture. Every scan is linear in the file size: brackets are matched once, launch
+scans never overlap, and look-backs are bounded.
 """
 
 from __future__ import annotations
@@ -102,8 +117,10 @@ def blank(source: str) -> tuple[str, dict[int, list[str]]]:
 
 
 def _in_number(source: str, i: int) -> bool:
+    # bounded: a numeric literal is short, and an unbounded scan back over `a'a'a'...` would be quadratic
     j = i - 1
-    while j >= 0 and (source[j].isalnum() or source[j] in "_.'"):
+    stop = max(-1, i - 64)
+    while j > stop and (source[j].isalnum() or source[j] in "_.'"):
         j -= 1
     return source[j + 1].isdigit()
 
@@ -123,7 +140,31 @@ def _string_end(source: str, i: int, quote: str) -> int:
     return n
 
 
-# --- regions -------------------------------------------------------------------------
+# --- brackets and regions ------------------------------------------------------------
+
+
+def _bracket_pairs(text: str) -> dict[int, int]:
+    """Matching brackets, both ways (open -> close and close -> open), in one pass.
+
+    Each kind ``()``, ``[]``, ``{}`` has its own stack, so a stray bracket of one
+    kind never unbalances another. Everything that needs a matching bracket looks it
+    up here: no scan is repeated per bracket, which keeps the rules linear-time.
+    """
+    pairs: dict[int, int] = {}
+    stacks: dict[str, list[int]] = {"(": [], "[": [], "{": []}
+    opener = {")": "(", "]": "[", "}": "{"}
+    for m in re.finditer(r"[()\[\]{}]", text):
+        ch = m.group()
+        k = m.start()
+        if ch in stacks:
+            stacks[ch].append(k)
+        else:
+            stack = stacks[opener[ch]]
+            if stack:
+                o = stack.pop()
+                pairs[o] = k
+                pairs[k] = o
+    return pairs
 
 
 @dataclass(frozen=True)
@@ -131,48 +172,44 @@ class Region:
     start: int
     end: int
     name: str | None
+    params: str = ""
 
 
 _CONTROL = {"if", "for", "while", "switch", "catch", "return", "sizeof", "decltype", "alignof", "defined",
             "static_assert", "noexcept", "throw", "new", "delete", "do", "else", "try"}
 _QUALIFIERS = {"const", "noexcept", "override", "final", "volatile", "mutable", "&", "&&", "throw"}
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M)
-_DIRECTIVE = re.compile(r"^[ \t]*#", re.M)
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
+_DIRECTIVE = re.compile(r"^[ \t]*#", re.MULTILINE)
 
 
 def _directive_spans(text: str) -> list[tuple[int, int, str | None]]:
     """(start, end, macro name or None) of each preprocessor directive, continuation lines included."""
     spans = []
-    for m in _DIRECTIVE.finditer(text):
+    pos = 0
+    n = len(text)
+    while True:
+        m = _DIRECTIVE.search(text, pos)
+        if m is None:
+            break
         start = m.start()
         end = start
-        n = len(text)
         while True:
             nl = text.find("\n", end)
             if nl == -1:
                 end = n
                 break
-            if text[:nl].rstrip(" \t").endswith("\\"):
+            j = nl - 1
+            while j > start and text[j] in " \t\r":
+                j -= 1
+            if text[j] == "\\":
                 end = nl + 1
                 continue
             end = nl
             break
         d = _DEFINE.match(text, start)
         spans.append((start, end, d.group(1) if d else None))
+        pos = max(end, start + 1)
     return spans
-
-
-def _match_back(text: str, close: int, open_ch: str, close_ch: str) -> int:
-    depth = 0
-    for k in range(close, max(-1, close - 20000), -1):
-        ch = text[k]
-        if ch == close_ch:
-            depth += 1
-        elif ch == open_ch:
-            depth -= 1
-            if depth == 0:
-                return k
-    return -1
 
 
 def _skip_ws_back(text: str, k: int) -> int:
@@ -189,8 +226,8 @@ def _word_back(text: str, k: int) -> tuple[str, int]:
     return text[j + 1 : k + 1], j
 
 
-def _function_name(text: str, brace: int) -> str | None:
-    """The name of the function whose body opens at ``brace``, or None if it is not one."""
+def _function_head(text: str, brace: int, pairs: dict[int, int]) -> tuple[str, int] | None:
+    """(name, index of its parameter list's ``(``) of the function whose body opens at ``brace``, or None."""
     k = _skip_ws_back(text, brace - 1)
     for _ in range(8):  # qualifiers and ctor initializer lists, bounded
         if k < 0:
@@ -199,7 +236,7 @@ def _function_name(text: str, brace: int) -> str | None:
         if ch == "]":
             return None  # lambda
         if ch in ")}":
-            open_k = _match_back(text, k, "(" if ch == ")" else "{", ch)
+            open_k = pairs.get(k, -1)
             if open_k < 0:
                 return None
             j = _skip_ws_back(text, open_k - 1)
@@ -217,7 +254,7 @@ def _function_name(text: str, brace: int) -> str | None:
                 continue
             if ch == "}":
                 return None
-            return name.split("::")[-1] if name.split("::")[-1] else name
+            return (name.split("::")[-1] or name), open_k
         if ch.isalpha() or ch == "_" or ch == "&":
             word, before = _word_back(text, k) if ch != "&" else ("&", k - 1)
             if word in _QUALIFIERS or word.startswith("__"):
@@ -233,39 +270,53 @@ def _function_name(text: str, brace: int) -> str | None:
     return None
 
 
-def function_regions(text: str) -> list[Region]:
+def _flatten_directives(text: str, directives: list[tuple[int, int, str | None]]) -> str:
+    if not directives:
+        return text
+    parts = []
+    last = 0
+    for start, end, _ in directives:
+        if start < last:
+            continue
+        parts.append(text[last:start])
+        parts.append(re.sub(r"[^\n]", " ", text[start:end]))
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def function_regions(text: str, pairs: dict[int, int] | None = None) -> list[Region]:
     """Outermost function bodies and macro definitions, sorted by start."""
     directives = _directive_spans(text)
-    code = list(text)
-    for start, end, _ in directives:
-        for k in range(start, end):
-            if code[k] != "\n":
-                code[k] = " "
-    flat = "".join(code)
+    flat = _flatten_directives(text, directives)
+    if pairs is None:
+        pairs = _bracket_pairs(flat)
     regions: list[Region] = []
-    stack: list[tuple[int, str | None]] = []
+    stack: list[tuple[int, str | None, str]] = []
     fn_depth = -1
     for m in re.finditer(r"[{}]", flat):
         pos = m.start()
         if m.group() == "{":
-            name = None
-            is_fn = False
+            head = None
             if fn_depth < 0:
-                name = _function_name(flat, pos)
-                is_fn = name is not None
-            stack.append((pos, name if is_fn else None))
-            if is_fn:
+                head = _function_head(flat, pos, pairs)
+            if head is not None:
+                name, paren = head
+                close = pairs.get(paren, paren)
+                stack.append((pos, name, flat[paren + 1 : close] if close - paren < 4000 else ""))
                 fn_depth = len(stack)
+            else:
+                stack.append((pos, None, ""))
         else:
             if not stack:
                 continue
-            start, name = stack.pop()
+            start, fn_name, params = stack.pop()
             if fn_depth == len(stack) + 1:
-                regions.append(Region(start, pos + 1, name))
+                regions.append(Region(start, pos + 1, fn_name, params))
                 fn_depth = -1
     if fn_depth > 0 and len(stack) >= fn_depth:
-        start, name = stack[fn_depth - 1]
-        regions.append(Region(start, len(text), name))
+        start, fn_name, params = stack[fn_depth - 1]
+        regions.append(Region(start, len(text), fn_name, params))
     for start, end, macro in directives:
         if macro:
             regions.append(Region(start, end, macro))
@@ -296,7 +347,7 @@ class _Locator:
         return None
 
 
-# --- launches ------------------------------------------------------------------------
+# --- streams ---------------------------------------------------------------------------
 
 _BAD_STREAM_WORDS = {
     "0": "stream 0 (the legacy default stream)",
@@ -316,8 +367,25 @@ _BAD_STREAM_WORDS = {
 _CAST = re.compile(r"^(?:\(\s*(?:cudaStream_t|CUstream)\s*\)|(?:static_cast|reinterpret_cast)\s*<\s*(?:cudaStream_t|CUstream)\s*>)")
 
 
+def _strip_outer_parens(s: str) -> str | None:
+    """``s`` without one pair of parentheses that encloses all of it, or None."""
+    if not (s.startswith("(") and s.endswith(")")):
+        return None
+    depth = 0
+    for k, ch in enumerate(s):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return s[1:-1] if k == len(s) - 1 else None
+    return None
+
+
 def _bad_stream(arg: str) -> str | None:
     """Why ``arg`` (a stream expression) is not the current stream, or None if it may be."""
+    if len(arg) > 400:
+        return None
     s = " ".join(arg.replace("\\", " ").split())
     for _ in range(4):
         s = s.strip()
@@ -325,8 +393,9 @@ def _bad_stream(arg: str) -> str | None:
         if m:
             s = s[m.end():]
             continue
-        if s.startswith("(") and s.endswith(")") and _match_back(s, len(s) - 1, "(", ")") == 0:
-            s = s[1:-1]
+        inner = _strip_outer_parens(s)
+        if inner is not None:
+            s = inner
             continue
         break
     s = s.strip()
@@ -336,73 +405,94 @@ def _bad_stream(arg: str) -> str | None:
     return _BAD_STREAM_WORDS.get(key)
 
 
-def _split_args(text: str, start: int, end: int) -> list[str]:
-    """Split text[start:end] on top-level commas (parentheses, brackets and braces)."""
-    args, depth, last = [], 0, start
-    for k in range(start, end):
-        ch = text[k]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
+_ARG_STOP = re.compile(r"[(\[{,]")
+
+
+def _split_args(text: str, start: int, end: int, pairs: dict[int, int]) -> list[str]:
+    """Split text[start:end] on top-level commas, jumping over nested brackets (linear overall)."""
+    args, last, k = [], start, start
+    while True:
+        m = _ARG_STOP.search(text, k, end)
+        if m is None:
+            break
+        k = m.start()
+        if text[k] == ",":
             args.append(text[last:k])
-            last = k
-            last += 1
+            last = k + 1
+            k += 1
+            continue
+        close = pairs.get(k, -1)
+        if close < 0 or close >= end:
+            k += 1
+            continue
+        k = close + 1
     args.append(text[last:end])
     return args
 
 
-def _launch_close(text: str, start: int) -> int:
-    """Index of the ``>>>`` closing a launch whose ``<<<`` ends at ``start``; -1 if none."""
+_LAUNCH_SCAN = re.compile(r"[()\[\]{};]|>>>")
+
+
+def _launch_close(text: str, start: int) -> tuple[int, int]:
+    """(index of the ``>>>`` closing a launch whose ``<<<`` ends at ``start`` or -1, where the scan stopped).
+
+    The caller resumes its search for the next ``<<<`` after the stop, so no text is
+    scanned twice, however many ``<<<`` a file holds.
+    """
     depth = 0
-    n = min(len(text), start + 5000)
-    k = start
-    while k < n:
-        ch = text[k]
-        if ch in "([{":
+    for m in _LAUNCH_SCAN.finditer(text, start):
+        tok = m.group()
+        if tok in "([{":
             depth += 1
-        elif ch in ")]}":
+        elif tok in ")]}":
             depth -= 1
             if depth < 0:
-                return -1
-        elif ch == ">" and depth == 0 and text.startswith(">>>", k):
-            return k
-        elif ch == ";" and depth == 0:
-            return -1
-        k += 1
-    return -1
+                return -1, m.start()
+        elif tok == ">>>":
+            if depth == 0:
+                return m.start(), m.end()
+        elif depth == 0:  # ';'
+            return -1, m.start()
+    return -1, len(text)
 
 
-def _skip_template_back(text: str, k: int) -> int:
-    """From the ``>`` closing template arguments at k, the index just before the matching ``<``."""
+def _skip_template_back(text: str, k: int, floor: int = 0) -> int:
+    """From the ``>`` closing template arguments at k, the index just before the matching ``<``.
+
+    Never scans before ``floor`` (the end of the previous launch) or past a ``<<<``,
+    and at most 1,000 characters.
+    """
     depth = 0
     j = k
-    while j >= 0 and k - j < 2000:
-        if text[j] == ">":
+    low = max(floor, k - 1000)
+    while j >= low:
+        ch = text[j]
+        if ch == ">":
             depth += 1
-        elif text[j] == "<":
+        elif ch == "<":
+            if text.startswith("<<<", j - 2) and j >= 2:
+                return k
             depth -= 1
             if depth == 0:
                 return _skip_ws_back(text, j - 1)
-        elif text[j] in ";{}":
+        elif ch in ";{}":
             return k
         j -= 1
     return k
 
 
-def _kernel_name(text: str, lt: int) -> tuple[str, int]:
+def _kernel_name(text: str, lt: int, floor: int) -> tuple[str, int]:
     """The kernel expression before ``<<<`` at ``lt``: (name, start index)."""
     k = _skip_ws_back(text, lt - 1)
     if k >= 0 and text[k] == ">":  # template arguments k<T, 4>
-        k = _skip_template_back(text, k)
+        k = _skip_template_back(text, k, floor)
     name, before = _word_back(text, k)
     if not name:
         return "", lt
     return name, before + 1
 
 
-_LAUNCH_CALLS = re.compile(r"\b(cudaLaunchKernel|cudaLaunchCooperativeKernel|cuLaunchKernel|cuLaunchCooperativeKernel|cudaLaunchKernelExC|cudaLaunchKernelEx|cuLaunchKernelEx)\s*(?:<[^;(){}]*>\s*)?\(")
+_LAUNCH_CALLS = re.compile(r"\b(cudaLaunchKernel|cudaLaunchCooperativeKernel|cuLaunchKernel|cuLaunchCooperativeKernel|cudaLaunchKernelExC|cudaLaunchKernelEx|cuLaunchKernelEx)\s*(?:<[^;(){}<>]{0,400}>\s*)?\(")
 # 0-based index of the stream argument and whether it may be omitted (C++ default argument 0)
 _STREAM_ARG = {
     "cudaLaunchKernel": (5, True),
@@ -410,7 +500,8 @@ _STREAM_ARG = {
     "cuLaunchKernel": (8, False),
     "cuLaunchCooperativeKernel": (8, False),
 }
-_EX_STREAM = re.compile(r"(?:\.|->)\s*(?:stream|hStream)\s*=\s*([^;,]+)[;,]")
+_EX_STREAM = re.compile(r"(?:\.|->)[ \t]*(?:stream|hStream)[ \t]*=(?!=)")
+_EX_VALUE_END = re.compile(r"[;,]")
 
 _SYNC = re.compile(
     r"(?<![\w.])(?:(?:at|c10)\s*::\s*cuda\s*::\s*)?"
@@ -419,10 +510,171 @@ _SYNC = re.compile(
     r"|(?<![\w.])torch\s*::\s*cuda\s*::\s*(synchronize)\s*\("
     r"|(?:\.|->)\s*(synchronize)\s*\(\s*\)"
 )
+# blocking copies: they wait for the device and run on the legacy stream
+_BLOCKING_COPY = re.compile(
+    r"(?<![\w.])(?:::\s*)?(cudaMemcpy|cudaMemcpy2D|cudaMemcpy3D|cudaMemcpyToSymbol|cudaMemcpyFromSymbol"
+    r"|cuMemcpyHtoD|cuMemcpyDtoH|cuMemcpyHtoD_v2|cuMemcpyDtoH_v2|cuMemcpy)\s*\("
+)
 _MALLOC = re.compile(
     r"(?<![\w.])(cudaMalloc|cudaMallocManaged|cudaMallocHost|cudaHostAlloc|cudaMallocPitch|cudaMalloc3D|cudaMallocArray"
     r"|cudaFree|cudaFreeHost|cudaFreeArray|cuMemAlloc|cuMemAlloc_v2|cuMemAllocManaged|cuMemAllocHost|cuMemFree|cuMemFree_v2|cuMemFreeHost)\s*\("
 )
+_DEFAULT_STREAM_CALL = re.compile(r"(?<![\w.])(?:(?:at|c10)\s*::\s*cuda\s*::\s*)?getDefaultCUDAStream\s*\(")
+_POOL_STREAM = re.compile(r"(?<![\w.])(?:(?:at|c10)\s*::\s*cuda\s*::\s*)?getStreamFromPool\s*\(")
+# a join of a side stream back into the current one
+_JOIN = re.compile(r"\b(?:cudaStreamWaitEvent|cuStreamWaitEvent|wait_stream|waitStream)\b|(?:\.|->)\s*block\s*\(")
+_MEMCPY_ASYNC = re.compile(r"(?<![\w.])(?:::\s*)?(cudaMemcpyAsync|cuMemcpyHtoDAsync|cuMemcpyHtoDAsync_v2)\s*\(")
+# the current (capturing) stream, obtained in the function
+_CURRENT_STREAM = re.compile(
+    r"\b(?:getCurrentCUDAStream|getCurrentStream|get_current_stream|getCurrentHIPStream|get_stream|current_stream)\s*\(")
+_STREAM_PARAM = re.compile(r"\b(?:cudaStream_t|CUstream|CUDAStream|hipStream_t)\b")
+_TENSOR_PARAM = re.compile(r"\b(?:Tensor|TensorView|TensorList)\b")
+# code that checks whether the stream is capturing knows about capture: its syncs are taken as guarded
+_CAPTURE_AWARE = re.compile(
+    r"\b(?:cudaStreamIsCapturing|cudaStreamGetCaptureInfo|cudaStreamGetCaptureInfo_v2|currentStreamCaptureStatus"
+    r"|currentStreamCaptureStatusMayInitCtx|is_current_stream_capturing|cuStreamIsCapturing|cuStreamGetCaptureInfo)\b")
+# a file that captures a graph itself (a standalone test of capture): its launches matter even with main()
+_CAPTURES = re.compile(r"\b(?:cudaStreamBeginCapture|cuStreamBeginCapture|cudaGraphInstantiate|CUDAGraph)\b")
+_MAIN = re.compile(r"(?<![\w:.])(?:int|void|auto)\s+main\s*\(")
+# words of a function name that mark load-time or one-off setup code, which never runs under capture
+_SETUP_WORDS = frozenset({
+    "init", "initialize", "setup", "create", "alloc", "allocate", "register", "load", "preprocess", "prepack",
+    "shuffle", "repack", "destroy", "free", "release", "dispose", "warmup", "benchmark", "bench", "profile",
+    "tune", "autotune", "test", "debug", "dump", "print", "calibrate", "open", "close", "ipc", "handle",
+    "handles", "cleanup", "teardown", "constructor", "destructor", "reset",
+})
+
+
+def _name_words(name: str) -> set[str]:
+    spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", spaced)
+    return {w.lower() for w in spaced.split("_") if w}
+
+
+def is_setup_function(name: str | None) -> bool:
+    """Whether a function's name says it is load-time or one-off setup (``init_workspace``, ``shuffle_weights``),
+    a size query (``getWorkspaceSize``) or a sync helper whose callers are where the hazard is."""
+    if not name:
+        return False
+    words = _name_words(name)
+    return bool(words & _SETUP_WORDS) or {"workspace", "size"} <= words or bool(words & {"sync", "synchronize"})
+
+
+_GRAPH_FLAG = re.compile(r"graph|captur", re.IGNORECASE)
+_NEGATED_FLAG = re.compile(r"^\s*!\s*\(?\s*[\w.>:-]*(?:graph|captur)\w*\s*\)?\s*$|"
+                           r"^\s*[\w.>:-]*(?:graph|captur)\w*\s*==\s*false\s*$", re.IGNORECASE)
+_ONE_TIME = re.compile(r"\bstatic\b[^;{}]*=\s*\[[^\]]*\]\s*(?:\([^()]*\))?[^{};]*\{[^{}]*$|"
+                       r"\bif\s*\(\s*(?:!\s*\w+|\w+\s*==\s*(?:nullptr|NULL|0|false))\s*\)\s*\{?[^;{}]*$")
+
+
+def _condition_before(text: str, brace: int, pairs: dict[int, int]) -> str | None:
+    """The condition of the ``if (...)`` whose block opens at ``brace``, or None."""
+    k = _skip_ws_back(text, brace - 1)
+    if k < 0 or text[k] != ")":
+        return None
+    o = pairs.get(k, -1)
+    if o < 0:
+        return None
+    word, _ = _word_back(text, _skip_ws_back(text, o - 1))
+    return text[o + 1 : k] if word == "if" and k - o < 400 else None
+
+
+def in_non_capture_branch(text: str, pos: int, pairs: dict[int, int], opens: list[int]) -> bool:
+    """Whether ``pos`` sits in a branch the code itself keeps off the graph path: the ``else`` of
+    ``if (use_cuda_graph)``, the body of ``if (!is_capturing)`` / ``if (graph_mode == false)``, or a one-time
+    initialization (a ``static`` initialized by a lambda, ``if (!ptr)`` / ``if (ptr == nullptr)``)."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    stmt_start = max(text.rfind(";", 0, pos), text.rfind("}", 0, pos), max(0, pos - 400))
+    if _ONE_TIME.search(text, max(stmt_start, 0), pos) or _ONE_TIME.search(text, max(0, line_start - 200), pos):
+        return True
+    idx = bisect.bisect_left(opens, pos) - 1
+    steps = 0
+    while idx >= 0 and steps < 64:
+        b = opens[idx]
+        idx -= 1
+        steps += 1
+        close = pairs.get(b, len(text))
+        if close < pos:
+            continue
+        cond = _condition_before(text, b, pairs)
+        if cond is not None and _NEGATED_FLAG.match(cond):
+            return True
+        k = _skip_ws_back(text, b - 1)
+        word, before = _word_back(text, k)
+        if word == "else":
+            prev_close = _skip_ws_back(text, before)
+            if prev_close >= 0 and text[prev_close] == "}":
+                cond = _condition_before(text, pairs.get(prev_close, -1), pairs) if pairs.get(prev_close, -1) >= 0 else None
+                if cond is not None and _GRAPH_FLAG.search(cond) and not cond.strip().startswith("!") \
+                        and "false" not in cond:
+                    return True
+    return False
+
+
+def is_standalone_program(text: str, path: str) -> bool:
+    """A test or benchmark binary (``main()``, ``*_test.cu``, ``test_*.cu``) that never captures a graph.
+
+    Its syncs and default-stream launches time or check results; nothing captures them.
+    """
+    base = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    stem = base.split(".", 1)[0]
+    named = stem.endswith(("_test", "_tests")) or stem.startswith("test_") or stem == "test"
+    if not (named or _MAIN.search(text)):
+        return False
+    return _CAPTURES.search(text) is None
+
+
+# --- host buffers for cudaMemcpyAsync ------------------------------------------------------
+
+_DECL_WINDOW = 8000
+_PTR_OR_REF = re.compile(r"[*&]\s*(?:const\s+)?$")
+
+
+def _host_buffer(expr: str, body: str) -> str | None:
+    """Why ``expr`` (the source of a copy) is pageable host memory declared in ``body``, or None."""
+    e = " ".join(expr.split())
+    m = re.fullmatch(r"(?:\(\s*(?:const\s+)?void\s*\*\s*\)\s*)?&\s*([A-Za-z_]\w*)", e)
+    if m:
+        var = m.group(1)
+        decl = _declaration(var, body)
+        if decl is not None and not _PTR_OR_REF.search(decl):
+            return f"`{var}`, a host variable (pageable memory)"
+        return None
+    m = re.fullmatch(r"(?:\(\s*(?:const\s+)?void\s*\*\s*\)\s*)?([A-Za-z_]\w*)(\s*\.\s*(?:data|get)\s*\(\s*\))?", e)
+    if not m:
+        return None
+    var, accessor = m.group(1), m.group(2)
+    if re.search(r"pinned|page_locked|pagelocked|host_pinned", var, re.IGNORECASE):
+        return None
+    decl_m = re.search(r"(?:^|[;{}(,])\s*((?:static\s+|const\s+|constexpr\s+)*[A-Za-z_][\w:<>, \[\]]*?[\s*&]+)" + re.escape(var)
+                       + r"\s*(\[[^\]]{0,80}\]|[=({;])([^;]{0,200})", body)
+    if decl_m is None:
+        return None
+    type_part, after, init = decl_m.group(1), decl_m.group(2), decl_m.group(3)
+    if after.startswith("["):
+        return f"`{var}`, a host array (pageable memory)"
+    if accessor and re.search(r"\bstd\s*::\s*(?:vector|array|string)\b|\bvector\s*<", type_part):
+        return f"`{var}`, a std container on the host (pageable memory)"
+    if re.search(r"\bnew\b|\bmalloc\s*\(|\bmake_unique\s*<", init):
+        if re.search(r"\bcudaMallocHost|cudaHostAlloc", init):
+            return None
+        return f"`{var}`, allocated with new/malloc (pageable memory)"
+    return None
+
+
+def _declaration(var: str, body: str) -> str | None:
+    """The type part of ``var``'s declaration in ``body`` (``float``, ``const float``, ``int*``), or None."""
+    m = re.search(r"(?:^|[;{}(])\s*((?:static\s+|const\s+|constexpr\s+)*[A-Za-z_][\w:<>, ]*?[\s*&]+)" + re.escape(var)
+                  + r"\s*(?:[=({;\[]|$)", body)
+    if m is None:
+        return None
+    t = m.group(1).strip()
+    if t.split()[-1] in {"return", "else", "case", "goto"} or t.startswith("return"):
+        return None
+    return t
+
+
+# --- the rules ---------------------------------------------------------------------------
 
 
 def _finding(code: str, message: str, path: str, loc: _Locator, pos: int, function: str | None, **evidence) -> Finding:
@@ -432,99 +684,290 @@ def _finding(code: str, message: str, path: str, loc: _Locator, pos: int, functi
                    function=function, hint=rule.hint, layer="static", evidence=evidence)
 
 
+_PREFILTER = ("<<<", "aunch", "ynchronize", "StreamQuery", "cudaMemcpy", "cuMemcpy", "StreamFromPool",
+              "DefaultCUDAStream", "cudaMalloc", "cuMemAlloc", "tream")
+
+
 def lint_cpp(source: str, path: str) -> list[Finding]:
-    """All C++ findings in ``source`` (suppressions are applied by the caller)."""
-    if "<<<" not in source and "Launch" not in source and "aunchKernel" not in source:
+    """All C++ findings in ``source`` (suppressions are applied by the caller).
+
+    Work is linear in the size of the source: every scan either runs once over the
+    text or is bounded by a constant, and brackets are matched once up front.
+    """
+    if not any(word in source for word in _PREFILTER):
         return []
     text, _ = blank(source)
-    regions = function_regions(text)
+    if is_standalone_program(text, path):
+        return []
+    directives = _directive_spans(text)
+    pairs = _bracket_pairs(_flatten_directives(text, directives))
+    regions = function_regions(text, pairs)
     loc = _Locator(text, regions)
+    opens = sorted(k for k, v in pairs.items() if k < v and text[k] == "{")
+
+    def guarded(pos: int) -> bool:
+        return in_non_capture_branch(text, pos, pairs, opens)
     findings: list[Finding] = []
     launch_regions: set[Region] = set()
+    seen: set[tuple[str, int]] = set()
 
-    def region_of(pos: int) -> Region | None:
-        return loc.region(pos)
+    def add(code: str, message: str, pos: int, fn: str | None, **evidence) -> None:
+        line = loc.line_col(pos)[0]
+        if (code, line) in seen:  # one finding per code and line (a launch on getDefaultCUDAStream() is one)
+            return
+        seen.add((code, line))
+        findings.append(_finding(code, message, path, loc, pos, fn, **evidence))
 
-    for m in re.finditer("<<<", text):
-        lt = m.start()
-        close = _launch_close(text, m.end())
+    setup_of: dict[Region, bool] = {}
+
+    def setup(region: Region | None) -> bool:
+        if region is None:
+            return False
+        if region not in setup_of:
+            setup_of[region] = is_setup_function(region.name)
+        return setup_of[region]
+
+    # 1. <<<...>>> launches
+    pos = 0
+    floor = 0
+    while True:
+        lt = text.find("<<<", pos)
+        if lt < 0:
+            break
+        close, stop = _launch_close(text, lt + 3)
+        pos = max(stop, lt + 3)
         if close < 0:
             continue
-        name, name_start = _kernel_name(text, lt)
-        region = region_of(lt)
+        name, name_start = _kernel_name(text, lt, floor)
+        floor = close + 3
+        region = loc.region(lt)
         if region is not None:
             launch_regions.add(region)
+        if setup(region):
+            continue
         fn = region.name if region else None
-        args = _split_args(text, m.end(), close)
+        args = _split_args(text, lt + 3, close, pairs)
         kernel = name or "kernel"
+        at = name_start if name else lt
         if len(args) < 4:
-            findings.append(_finding(
-                "GC201", f"`{kernel}` is launched with no stream argument, so it runs on the default stream, "
-                "not the capturing one", path, loc, name_start if name else lt, fn, kernel=kernel, stream=None))
+            add("GC201", f"`{kernel}` is launched with no stream argument, so it runs on the default stream, "
+                "not the capturing one", at, fn, kernel=kernel, stream=None)
         else:
             why = _bad_stream(args[3])
             if why:
-                findings.append(_finding(
-                    "GC201", f"`{kernel}` is launched on {why}", path, loc, name_start if name else lt, fn,
-                    kernel=kernel, stream=" ".join(args[3].split())))
+                add("GC201", f"`{kernel}` is launched on {why}", at, fn, kernel=kernel, stream=" ".join(args[3].split()))
 
+    # 2. runtime/driver launch APIs
+    ex_regions_done: set[Region] = set()
     for m in _LAUNCH_CALLS.finditer(text):
         api = m.group(1)
         open_paren = m.end() - 1
-        close = _match_forward(text, open_paren)
-        if close < 0:
-            continue
-        region = region_of(m.start())
+        close = pairs.get(open_paren, -1)
+        region = loc.region(m.start())
         if region is not None:
             launch_regions.add(region)
+        if close < 0 or setup(region):
+            continue
         fn = region.name if region else None
-        args = _split_args(text, open_paren + 1, close)
         if api in _STREAM_ARG:
+            args = _split_args(text, open_paren + 1, close, pairs)
             idx, optional = _STREAM_ARG[api]
             if len(args) <= idx:
                 if optional and len(args) >= 4:
-                    findings.append(_finding("GC201", f"`{api}` is called without a stream argument, so it "
-                                             "launches on the legacy default stream", path, loc, m.start(), fn,
-                                             api=api, stream=None))
+                    add("GC201", f"`{api}` is called without a stream argument, so it launches on the legacy "
+                        "default stream", m.start(), fn, api=api, stream=None)
                 continue
             why = _bad_stream(args[idx])
             if why:
-                findings.append(_finding("GC201", f"`{api}` launches on {why}", path, loc, m.start(), fn,
-                                         api=api, stream=" ".join(args[idx].split())))
-        elif region is not None:
-            # cudaLaunchKernelEx: look for `cfg.stream = 0;` in the same region
+                add("GC201", f"`{api}` launches on {why}", m.start(), fn, api=api, stream=" ".join(args[idx].split()))
+        elif region is not None and region not in ex_regions_done:
+            # cudaLaunchKernelEx: look for `cfg.stream = 0;` in the same region (once per region)
+            ex_regions_done.add(region)
             for sm in _EX_STREAM.finditer(text, region.start, region.end):
-                why = _bad_stream(sm.group(1))
-                if why:
-                    findings.append(_finding("GC201", f"the launch config for `{api}` sets its stream to {why}",
-                                             path, loc, sm.start(), fn, api=api, stream=" ".join(sm.group(1).split())))
-
-    if launch_regions:
-        for rx, code in ((_SYNC, "GC110"), (_MALLOC, "GC303")):
-            for m in rx.finditer(text):
-                region = region_of(m.start())
-                if region is None or region not in launch_regions:
+                end_m = _EX_VALUE_END.search(text, sm.end(), min(region.end, sm.end() + 400))
+                if end_m is None:
                     continue
-                group = next(g for g in range(1, rx.groups + 1) if m.group(g))
-                call = m.group(group)
-                if code == "GC110":
-                    msg = f"`{call}` synchronizes inside `{region.name}`, which launches kernels"
-                else:
-                    msg = f"`{call}` allocates or frees device memory inside `{region.name}`, which launches kernels"
-                findings.append(_finding(code, msg, path, loc, m.start(group), region.name,
-                                         call=call))
+                value = text[sm.end() : end_m.start()]
+                why = _bad_stream(value)
+                if why:
+                    add("GC201", f"the launch config for `{api}` sets its stream to {why}", sm.start(), fn,
+                        api=api, stream=" ".join(value.split()))
+
+    # which functions run on the op's (capturing) stream
+    op_regions: dict[Region, bool] = {}
+
+    def on_capture_path(region: Region | None) -> bool:
+        """A function that launches kernels, or an op/launcher that works on a stream, and is not setup code
+        and does not check the capture status itself."""
+        if region is None:
+            return False
+        known = op_regions.get(region)
+        if known is not None:
+            return known
+        body = text[region.start : region.end]
+        result = False
+        if not is_setup_function(region.name) and not _CAPTURE_AWARE.search(body):
+            result = (region in launch_regions or bool(_STREAM_PARAM.search(region.params))
+                      or bool(_TENSOR_PARAM.search(region.params)) or bool(_CURRENT_STREAM.search(body)))
+        op_regions[region] = result
+        return result
+
+    # 3. host syncs and allocation on the capture path
+    for rx, code in ((_SYNC, "GC110"), (_BLOCKING_COPY, "GC110"), (_MALLOC, "GC303")):
+        for m in rx.finditer(text):
+            region = loc.region(m.start())
+            if code == "GC303":
+                if region is None or region not in launch_regions or setup(region):
+                    continue
+            elif not on_capture_path(region):
+                continue
+            if guarded(m.start()):
+                continue
+            assert region is not None
+            group = next(g for g in range(1, rx.groups + 1) if m.group(g))
+            call = m.group(group)
+            where = "which launches kernels" if region in launch_regions else "which runs on the op's stream"
+            if code == "GC303":
+                msg = f"`{call}` allocates or frees device memory inside `{region.name}`, which launches kernels"
+            elif rx is _BLOCKING_COPY:
+                msg = (f"`{call}` is a blocking copy (it waits for the device, on the legacy stream) inside "
+                       f"`{region.name}`, {where}")
+            else:
+                msg = f"`{call}` synchronizes inside `{region.name}`, {where}"
+            add(code, msg, m.start(group), region.name, call=call)
+
+    # 4. getDefaultCUDAStream() used as a stream (not only compared against)
+    for m in _DEFAULT_STREAM_CALL.finditer(text):
+        region = loc.region(m.start())
+        if setup(region):
+            continue
+        before = text[max(0, m.start() - 4) : m.start()]
+        close = pairs.get(text.find("(", m.end() - 1), -1)
+        after = text[close + 1 : close + 5] if close >= 0 else ""
+        if "==" in before or "!=" in before or after.lstrip().startswith(("==", "!=")):
+            continue
+        add("GC201", "`getDefaultCUDAStream()` is the default stream, not the current (capturing) one; work "
+            "enqueued on it is not captured", m.start(), region.name if region else None,
+            stream="getDefaultCUDAStream()")
+
+    # 5. a stream argument 0/nullptr to a function that takes a cudaStream_t
+    _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc)
+
+    # 6. side streams from the pool that are never joined back
+    joined: dict[Region, bool] = {}
+    for m in _POOL_STREAM.finditer(text):
+        region = loc.region(m.start())
+        if region is None or setup(region):
+            continue
+        if region not in joined:
+            joined[region] = _JOIN.search(text, region.start, region.end) is not None
+        if joined[region]:
+            continue
+        add("GC202", f"a side stream from `getStreamFromPool()` in `{region.name}` is never joined back to the "
+            "current stream (no event wait or block on it)", m.start(), region.name, call="getStreamFromPool")
+
+    # 7. cudaMemcpyAsync from pageable host memory
+    host_buffers: dict[tuple[Region, str], str | None] = {}
+    for m in _MEMCPY_ASYNC.finditer(text):
+        region = loc.region(m.start())
+        if region is None or not on_capture_path(region) or guarded(m.start()):
+            continue
+        open_paren = m.end() - 1
+        close = pairs.get(open_paren, -1)
+        if close < 0:
+            continue
+        args = _split_args(text, open_paren + 1, close, pairs)
+        api = m.group(1)
+        if api == "cudaMemcpyAsync":
+            if len(args) < 4 or not re.search(r"HostToDevice|cudaMemcpyDefault|\b4\b", args[3]):
+                continue
+        elif len(args) < 2:
+            continue
+        src = args[1]
+        key = (region, " ".join(src.split()))
+        if key not in host_buffers:
+            # declarations are looked for in a bounded window before the copy, so the work stays linear
+            host_buffers[key] = _host_buffer(src, text[max(region.start, m.start() - _DECL_WINDOW) : m.start()])
+        why = host_buffers[key]
+        if why:
+            add("GC301", f"`{api}` copies from {why}: under capture this copy is rejected (or runs "
+                "synchronously outside the graph)", m.start(1), region.name, call=api, source=" ".join(src.split()))
+    findings.sort(key=lambda f: (f.line, f.col, f.code))
     return findings
 
 
-def _match_forward(text: str, open_paren: int) -> int:
-    depth = 0
-    end = min(len(text), open_paren + 20000)
-    for k in range(open_paren, end):
-        ch = text[k]
-        if ch == "(":
+_STREAM_COMMENT = re.compile(r"/\*\s*[A-Za-z_]*stream[A-Za-z_]*\s*=?\s*\*/\s*(nullptr|NULL|0)\b", re.IGNORECASE)
+
+
+_STREAM_VALUE_PARAM = re.compile(r"\b(?:cudaStream_t|CUstream|hipStream_t|CUDAStream)\b(?!\s*\*)")
+
+
+def _stream_param_index(params: str) -> int | None:
+    """The index of the ``cudaStream_t`` parameter (not a pointer to one) in a parameter list, or None."""
+    for i, p in enumerate(_split_top(params)):
+        if _STREAM_VALUE_PARAM.search(p.split("=")[0]):
+            return i
+    return None
+
+
+def _split_top(params: str) -> list[str]:
+    out, depth, last = [], 0, 0
+    for k, ch in enumerate(params):
+        if ch in "(<[{":
             depth += 1
-        elif ch == ")":
+        elif ch in ")>]}":
             depth -= 1
-            if depth == 0:
-                return k
-    return -1
+        elif ch == "," and depth == 0:
+            out.append(params[last:k])
+            last = k + 1
+    out.append(params[last:])
+    return out
+
+
+def _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc) -> None:
+    """GC201 where a call passes ``0``/``nullptr`` as the ``cudaStream_t`` parameter of a function declared in
+    the file, or where a ``/*stream=*/`` comment labels a ``nullptr``/``0`` argument."""
+    launchers: dict[str, int] = {}
+    for r in regions:
+        if r.name and r.params and len(r.params) < 4000:
+            idx = _stream_param_index(r.params)
+            if idx is not None:
+                launchers.setdefault(r.name, idx)
+    # prototypes (declarations ending in `;`)
+    for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\(([^()]{0,2000}\bcudaStream_t\b[^()]{0,2000})\)\s*(?:const\s*)?;", text):
+        idx = _stream_param_index(m.group(2))
+        if idx is not None:
+            launchers.setdefault(m.group(1), idx)
+    reported: set[int] = set()
+    if launchers:
+        names = "|".join(sorted(map(re.escape, launchers), key=len, reverse=True))
+        for m in re.finditer(r"(?<![\w.:>])(?:[A-Za-z_]\w*\s*::\s*)*(" + names + r")\s*(?:<[^;(){}<>]{0,200}>\s*)?\(",
+                             text):
+            open_paren = m.end() - 1
+            close = pairs.get(open_paren, -1)
+            region = loc.region(m.start())
+            if close < 0 or region is None or setup(region):
+                continue  # a declaration or definition is not inside a function body
+            prev = _skip_ws_back(text, m.start() - 1)
+            if prev >= 0 and (text[prev].isalnum() or text[prev] in "_*&>"):
+                continue  # `void f(...)`: a declaration, not a call
+            args = _split_args(text, open_paren + 1, close, pairs)
+            idx = launchers[m.group(1)]
+            if len(args) <= idx:
+                continue
+            why = _bad_stream(args[idx])
+            if why:
+                arg_pos = open_paren + 1 + sum(len(a) + 1 for a in args[:idx])
+                arg_pos += len(args[idx]) - len(args[idx].lstrip())
+                reported.add(arg_pos)
+                add("GC201", f"`{m.group(1)}` is given {why} as its stream, so its kernels run outside the capture",
+                    m.start(1), region.name, callee=m.group(1), stream=" ".join(args[idx].split()))
+    for m in _STREAM_COMMENT.finditer(source):
+        value_at = m.start(1)
+        if text[m.start()] != " " or text[value_at : m.end(1)] != m.group(1) or value_at in reported:
+            continue  # inside a string, or already reported as an argument of a known launcher
+        region = loc.region(value_at)
+        if region is None or setup(region):
+            continue
+        add("GC201", f"an argument labelled `{m.group().split('*/')[0]}*/` passes {m.group(1)}, the legacy default "
+            "stream, so the callee's kernels run outside the capture", value_at, region.name, stream=m.group(1))

@@ -1,0 +1,171 @@
+"""C++ rules on the capture path: host syncs in ops that launch nothing themselves, default streams handed
+to launchers, unjoined pool streams and pageable async copies; each with a quiet safe variant."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphcheck.lint.cpp_rules import is_setup_function, is_standalone_program
+from graphcheck.lint.engine import lint_source
+
+
+def lint(src: str, path: str = "ops.cu"):
+    return sorted((f.line, f.code) for f in lint_source(src, path, "cpp"))
+
+
+OP = "void my_op(at::Tensor out, at::Tensor x) {{\n  auto stream = at::cuda::getCurrentCUDAStream();\n  {body}\n}}\n"
+
+
+@pytest.mark.parametrize("call", [
+    "cudaStreamSynchronize(stream);",
+    "cudaStreamQuery(stream);",
+    "cudaDeviceSynchronize();",
+    "C10_CUDA_CHECK(cudaMemcpy(out.data_ptr(), x.data_ptr(), 4, cudaMemcpyDeviceToDevice));",
+    "cudaMemcpyToSymbol(sym, &v, 4);",
+])
+def test_gc110_host_blocking_call_in_an_op_that_launches_nothing(call):
+    assert lint(OP.format(body=call)) == [(3, "GC110")]
+
+
+@pytest.mark.parametrize("signature", ["void run_gemm(const float* a, float* c, cudaStream_t stream)",
+                                       "void run_gemm(TensorView a, TensorView c)"])
+def test_gc110_in_launchers_that_take_a_stream_or_tensors(signature):
+    assert lint(f"{signature} {{\n  cublasGemm(a, c);\n  cudaStreamSynchronize(0);\n}}\n") == [(3, "GC110")]
+
+
+def test_gc110_quiet_off_the_capture_path():
+    # no stream, no tensor, no launch: a host utility
+    assert lint("int count_devices() {\n  cudaDeviceSynchronize();\n  return 1;\n}\n") == []
+    # load-time and setup helpers, by name
+    for name in ("init_workspace", "shuffle_exllama_weight", "allocate_shared_buffer", "moeA2AInitializeOp",
+                 "getWorkspaceSize", "syncAndCheck", "preprocess_weights"):
+        src = f"void {name}(at::Tensor w, cudaStream_t stream) {{\n  cudaStreamSynchronize(stream);\n}}\n"
+        assert lint(src) == [], name
+
+
+def test_gc110_quiet_when_the_code_checks_capture_itself():
+    src = ("void my_op(at::Tensor x, cudaStream_t s) {\n  cudaStreamCaptureStatus st;\n"
+           "  cudaStreamIsCapturing(s, &st);\n  if (st == cudaStreamCaptureStatusNone) cudaStreamSynchronize(s);\n}\n")
+    assert lint(src) == []
+
+
+def test_gc110_quiet_on_the_non_graph_branch_and_one_time_init():
+    src = ("void prefill(at::Tensor q, bool use_cuda_graph, cudaStream_t s) {\n"
+           "  if (use_cuda_graph) {\n    k<<<1, 1, 0, s>>>(q.data_ptr());\n  } else {\n"
+           "    cudaStreamSynchronize(s);\n  }\n"
+           "  if (is_graph_capturing == false) {\n    cudaDeviceSynchronize();\n  }\n"
+           "  static int smem = [&]() {\n    int v;\n    cudaMemcpyFromSymbol(&v, sym, 4);\n    return v;\n  }();\n}\n")
+    assert lint(src) == []
+    # ...but the graph branch itself is on the capture path
+    src = ("void prefill(at::Tensor q, bool use_cuda_graph, cudaStream_t s) {\n"
+           "  if (use_cuda_graph) {\n    cudaStreamQuery(s);\n  }\n}\n")
+    assert lint(src) == [(3, "GC110")]
+
+
+def test_standalone_programs_are_not_linted_unless_they_capture():
+    body = "void run(float* x) {\n  k<<<1, 1>>>(x);\n  cudaDeviceSynchronize();\n}\n"
+    assert lint(body + "int main() { run(nullptr); }\n") == []
+    assert lint(body, "csrc/custom_all_reduce_test.cu") == []
+    assert lint(body, "tests/cpp/test_mlp.cu") == []
+    assert lint(body + "int main() { cudaStreamBeginCapture(s, m); run(nullptr); }\n") == [(2, "GC201"), (3, "GC110")]
+    assert is_standalone_program("int main(int argc, char** argv) {}", "x.cu")
+    assert not is_standalone_program("int domain(int x) {}", "x.cu")
+
+
+def test_setup_names():
+    assert is_setup_function("init_custom_ar") and is_setup_function("registerBuffers")
+    assert not is_setup_function("merge_state") and not is_setup_function("rms_norm") and not is_setup_function(None)
+
+
+# --- GC201: the default stream given to a launcher ---------------------------------------------
+
+
+LAUNCHER = "void launch_merge(const float* a, float* out, int n, cudaStream_t stream);\n"
+
+
+@pytest.mark.parametrize("arg", ["0", "nullptr", "NULL", "/*stream=*/nullptr", "cudaStreamLegacy",
+                                 "at::cuda::getDefaultCUDAStream()"])
+def test_gc201_default_stream_passed_to_a_launcher(arg):
+    src = LAUNCHER + f"void merge_op(at::Tensor a, at::Tensor out) {{\n  launch_merge(a.data_ptr<float>(), out.data_ptr<float>(), 4, {arg});\n}}\n"
+    assert lint(src) == [(3, "GC201")]
+
+
+def test_gc201_launcher_defined_in_the_file_and_namespaced_call():
+    src = ("namespace k {\nvoid run(float* x, int n, cudaStream_t stream) {\n  kern<<<1, 1, 0, stream>>>(x);\n}\n}\n"
+           "void op(at::Tensor x) {\n  k::run(x.data_ptr<float>(), 4, 0);\n}\n")
+    assert lint(src) == [(7, "GC201")]
+
+
+def test_gc201_stream_comment_label_for_an_unknown_callee():
+    src = "void op(at::Tensor x) {\n  other_lib::gemm(x.data_ptr(), /*stream=*/nullptr);\n}\n"
+    assert lint(src) == [(2, "GC201")]
+
+
+@pytest.mark.parametrize("arg", ["stream", "at::cuda::getCurrentCUDAStream()", "s.stream()", "/*stream=*/stream"])
+def test_gc201_launcher_quiet_on_the_current_stream(arg):
+    src = LAUNCHER + ("void merge_op(at::Tensor a, at::Tensor out) {\n  auto stream = at::cuda::getCurrentCUDAStream();\n"
+                      f"  cudaStream_t s2 = stream;\n  launch_merge(a.data_ptr<float>(), out.data_ptr<float>(), 4, {arg});\n}}\n")
+    assert lint(src) == []
+
+
+def test_gc201_quiet_for_a_stream_comment_in_a_string_and_non_stream_zeros():
+    src = ('void op(at::Tensor x) {\n  const char* s = "f(/*stream=*/nullptr)";\n'
+           "  launch_merge(x.data_ptr<float>(), nullptr, 0, stream);\n}\n" + LAUNCHER)
+    assert lint(src) == []
+
+
+def test_gc201_get_default_stream_as_a_value_but_not_in_a_comparison():
+    src = ("void op(at::Tensor x) {\n  auto s = at::cuda::getDefaultCUDAStream();\n"
+           "  if (at::cuda::getCurrentCUDAStream() == at::cuda::getDefaultCUDAStream()) { return; }\n}\n")
+    assert lint(src) == [(2, "GC201")]
+
+
+# --- GC202: pool streams never joined ----------------------------------------------------------
+
+
+def test_gc202_pool_stream_not_joined():
+    src = ("void overlap(at::Tensor x) {\n  auto main = at::cuda::getCurrentCUDAStream();\n"
+           "  auto side = at::cuda::getStreamFromPool();\n  k<<<1, 1, 0, side>>>(x.data_ptr());\n}\n")
+    assert lint(src) == [(3, "GC202")]
+
+
+@pytest.mark.parametrize("join", ["done.block(main);", "cudaStreamWaitEvent(main, ev, 0);"])
+def test_gc202_quiet_when_joined(join):
+    src = ("void overlap(at::Tensor x) {\n  auto main = at::cuda::getCurrentCUDAStream();\n"
+           "  auto side = at::cuda::getStreamFromPool();\n  at::cuda::CUDAEvent done;\n"
+           f"  k<<<1, 1, 0, side>>>(x.data_ptr());\n  done.record(side);\n  {join}\n}}\n")
+    assert lint(src) == []
+
+
+# --- GC301: cudaMemcpyAsync from pageable host memory -----------------------------------------
+
+
+@pytest.mark.parametrize("decl, src_expr", [
+    ("float one = 1.0f;", "&one"),
+    ("static const float one = 1.0f;", "&one"),
+    ("int64_t strides[8];", "strides"),
+    ("std::vector<int> offs(n);", "offs.data()"),
+    ("std::unique_ptr<int64_t[]> buf(new int64_t[n]);", "buf.get()"),
+])
+def test_gc301_async_copy_from_pageable_host_memory(decl, src_expr):
+    src = (f"void my_op(at::Tensor out, int n) {{\n  auto stream = at::cuda::getCurrentCUDAStream();\n  {decl}\n"
+           f"  cudaMemcpyAsync(out.data_ptr(), {src_expr}, 4, cudaMemcpyHostToDevice, stream);\n}}\n")
+    assert lint(src) == [(4, "GC301")]
+
+
+@pytest.mark.parametrize("decl, src_expr, kind", [
+    ("float* pinned; cudaMallocHost(&pinned, 4);", "pinned", "cudaMemcpyHostToDevice"),
+    ("float* h = page_locked_buffer;", "h", "cudaMemcpyHostToDevice"),
+    ("float v[4];", "x.data_ptr()", "cudaMemcpyDeviceToDevice"),
+    ("int64_t strides[8];", "strides", "cudaMemcpyDeviceToDevice"),
+])
+def test_gc301_quiet_for_pinned_or_device_sources(decl, src_expr, kind):
+    src = (f"void my_op(at::Tensor out, at::Tensor x) {{\n  auto stream = at::cuda::getCurrentCUDAStream();\n  {decl}\n"
+           f"  cudaMemcpyAsync(out.data_ptr(), {src_expr}, 4, {kind}, stream);\n}}\n")
+    assert lint(src) == []
+
+
+def test_gc301_quiet_in_setup_code():
+    src = ("void init_table(at::Tensor out, cudaStream_t stream) {\n  float one = 1.0f;\n"
+           "  cudaMemcpyAsync(out.data_ptr(), &one, 4, cudaMemcpyHostToDevice, stream);\n}\n")
+    assert lint(src) == []

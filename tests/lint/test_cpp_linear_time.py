@@ -1,0 +1,106 @@
+"""The C++ rules stay linear-time on adversarial text (reliability report HG3, HG4 and kin).
+
+Each input is built so that a scan repeated per match would take minutes (the
+quadratic versions took 19 s on 96 KB for HG3 and 35 s on 200 KB for HG4; these
+inputs are 5-10 times larger). The linear rules finish them in about a second.
+The 60 s subprocess timeout only guards the suite against a hang; nothing here
+asserts a duration. The structural tests below check the properties that make
+the scans linear: brackets matched once, launch scans that never overlap, and
+bounded look-backs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from graphcheck.lint import cpp_rules
+
+ADVERSARIAL = {
+    # HG3: `->stream =` repeated with no `;` or `,` after it
+    "hg3_ex_stream": "void f(){ cudaLaunchKernelEx(&cfg, k); " + "x->stream = " * 80_000 + "}",
+    # HG4: a flood of `<` (hundreds of thousands of `<<<` matches, no `>>>`)
+    "hg4_open_launches": "void f(){ " + "<" * 1_000_000 + " }",
+    # every `<<<` closed, each preceded by a `>` whose template look-back would run to the file start
+    "template_lookback": "void f(){ " + "x> <<<a,b>>>" * 80_000 + " }",
+    # nested launch calls that never close
+    "unclosed_launch_calls": "void f(){ " + "cudaLaunchKernel(" * 100_000 + " }",
+    # nested launch calls that do close: argument splitting must not rescan the inner calls
+    "nested_launch_calls": "void f(){ " + "cudaLaunchKernel(a," * 50_000 + ")" * 50_000 + "; }",
+    # `){` pairs: each `{` looks back for its function head
+    "function_heads": "f(" + "){" * 200_000,
+    # digit separators: `a'a'a'...` would rescan the run on each quote
+    "digit_separators": "int x = " + "a'" * 300_000 + ";",
+    # directive continuation lines
+    "directives": "#define A \\\n" * 100_000 + "void f(){ k<<<1,1>>>(x); }\n",
+    # many syncs in an op: the capture-path checks run once per function, not per call
+    "many_syncs": "void op(at::Tensor x, cudaStream_t s) {\n" + "  if (!g) { cudaStreamSynchronize(s); }\n" * 40_000 + "}\n",
+    # many calls to a launcher declared in the file
+    "launcher_calls": "void run(float* x, cudaStream_t stream);\nvoid op(at::Tensor x) {\n"
+                      + "  run(x.data_ptr<float>(), 0);\n" * 60_000 + "}\n",
+    # many pool streams and pageable copies in one function
+    "pool_and_copies": "void op(at::Tensor x) {\n  float v[4];\n"
+                       + "  auto s = at::cuda::getStreamFromPool();\n"
+                         "  cudaMemcpyAsync(x.data_ptr(), v, 4, cudaMemcpyHostToDevice, s);\n" * 30_000 + "}\n",
+}
+
+_RUN = """
+import sys
+from graphcheck.lint.cpp_rules import lint_cpp
+src = sys.stdin.read()
+found = lint_cpp(src, "adversarial.cu")
+print(len(src), len(found))
+"""
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_adversarial_input_finishes(name):
+    src = ADVERSARIAL[name]
+    assert len(src) >= 200_000
+    proc = subprocess.run([sys.executable, "-c", _RUN], input=src, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    size, _ = proc.stdout.split()
+    assert int(size) == len(src)
+
+
+def test_brackets_are_matched_once_in_both_directions():
+    text = "f(a[1], {b}) ) ] } ( ["
+    pairs = cpp_rules._bracket_pairs(text)
+    assert pairs[1] == 11 and pairs[11] == 1 and pairs[3] == 5 and pairs[8] == 10
+    assert 13 not in pairs and 19 not in pairs  # strays stay unmatched
+
+
+def test_launch_scan_reports_where_it_stopped_so_no_text_is_rescanned():
+    text = "k<<<a, (b), c>>>(x); <<< y ; z>>>"
+    close, stop = cpp_rules._launch_close(text, 4)
+    assert text[close:close + 3] == ">>>" and stop == close + 3
+    close, stop = cpp_rules._launch_close(text, text.index("<<< y") + 3)
+    assert close == -1 and text[stop] == ";"
+
+
+def test_argument_split_jumps_over_nested_brackets():
+    text = "f(a, g(b, c), {d, e}, h[i, j])"
+    pairs = cpp_rules._bracket_pairs(text)
+    assert [a.strip() for a in cpp_rules._split_args(text, 2, len(text) - 1, pairs)] == [
+        "a", "g(b, c)", "{d, e}", "h[i, j]"]
+
+
+def test_look_backs_are_bounded():
+    # the template look-back stops at the previous launch and after 1,000 characters
+    text = "x" * 5000 + ">" + "<<<"
+    assert cpp_rules._skip_template_back(text, 5000) == 5000
+    assert cpp_rules._skip_template_back("a<b> <<<c>>> d>", 14, floor=12) == 14
+    # a digit-separator check never looks back more than 64 characters
+    assert cpp_rules._in_number("1" * 10_000 + "'0", 10_000)
+    assert not cpp_rules._in_number("a" * 10_000 + "'0", 10_000)
+
+
+def test_the_ex_stream_pattern_has_no_unbounded_tail():
+    # the old `([^;,]+)[;,]` rescanned to the line end from every `->stream =`; the value is now found with
+    # one bounded search per match
+    assert "[^;,]+" not in cpp_rules._EX_STREAM.pattern
+    src = "void f(){ cudaLaunchKernelEx(&cfg, k); cfg.stream = 0; c2.stream == s; }"
+    assert [(f.code, f.col) for f in cpp_rules.lint_cpp(src, "k.cu")] == [("GC201", src.index(".stream") )]
