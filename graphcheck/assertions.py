@@ -63,7 +63,7 @@ def assert_graph_safe(case_or_fn: "Case | Callable[..., Any]",
 
     ``gpu``: ``"auto"`` (capture layer where CUDA exists, skipped otherwise),
     ``"off"`` (GPU-free layers only) or ``"required"`` (a RuntimeError without
-    CUDA). ``fail_on``: the lowest severity that fails (``error``, ``warning``,
+    CUDA); a :class:`graphcheck.layers.GpuMode` works too. ``fail_on``: the lowest severity that fails (``error``, ``warning``,
     ``info``). Other keyword arguments (``atol``, ``rtol``, ``cpu_ok``) go to
     the :class:`Case` built for a bare function. Returns the report when safe.
     """
@@ -72,7 +72,7 @@ def assert_graph_safe(case_or_fn: "Case | Callable[..., Any]",
     from graphcheck.audit import check_gpu_mode
 
     case = as_case(case_or_fn, make_inputs, name=name, outputs=outputs, **case_options)
-    mode = check_gpu_mode("required" if gpu == "on" else gpu)
+    mode = check_gpu_mode(gpu)
     report = check(case, gpu=mode, examples=examples, timeout=timeout)
     if at_or_above(report.findings, fail_on):
         raise GraphSafetyError(format_report(report, fail_on), report)

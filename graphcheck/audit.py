@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from graphcheck.findings import Finding, at_or_above
+from graphcheck.layers import GPU_CHOICES, GpuMode, cuda_available  # noqa: F401  (GPU_CHOICES: re-exported)
 
 CASE_MARKERS = ("GRAPHCHECK_CASES", "graphcheck_cases")
-#: the values of ``--gpu`` on the command line and ``--graphcheck-gpu`` in pytest
-GPU_CHOICES = ("auto", "off", "required")
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", "build", "dist",
                         ".tox", ".nox", ".eggs", ".graphcheck_cache", ".pytest_cache", "site-packages"})
 
@@ -208,23 +207,12 @@ def _display(path: Path) -> str:
 # --- running --------------------------------------------------------------------------
 
 
-def check_gpu_mode(gpu: str) -> str:
-    """Map ``auto|off|required`` to :func:`graphcheck.check`'s ``auto|off|on``; raise without CUDA for required."""
-    if gpu not in GPU_CHOICES:
-        raise ValueError(f"gpu must be one of {', '.join(GPU_CHOICES)}, got {gpu!r}")
-    if gpu == "required":
-        if not cuda_available():
-            raise RuntimeError("--gpu required, but no CUDA device is available")
-        return "on"
-    return gpu
-
-
-def cuda_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
+def check_gpu_mode(gpu: "str | GpuMode") -> GpuMode:
+    """The :class:`GpuMode` named by ``gpu``; raises RuntimeError for ``required`` without CUDA."""
+    mode = GpuMode.parse(gpu)
+    if mode is GpuMode.REQUIRED and not cuda_available():
+        raise RuntimeError("--gpu required, but no CUDA device is available")
+    return mode
 
 
 ProgressFn = Callable[[str, int, int], None]
@@ -244,7 +232,7 @@ def run_cases(sources: Sequence[str], gpu: str = "auto", examples: int = 4, time
     declared = []
     problems: list[Finding] = []
     for source in sources:
-        found = discover(source, interpret=None if mode != "off" else True)
+        found = discover(source, interpret=None if mode is not GpuMode.OFF else True)
         declared += found.cases
         problems += found.findings
     results = []
@@ -278,7 +266,7 @@ def verify_expectations(result: AuditResult) -> list[Finding]:
     ran = {}
     for path, cases in by_file.items():
         ran[path] = [layer for layer in ("trace", "capture")
-                     if all(not c.report.layers.get(layer, "skipped").startswith("skipped") for c in cases)]
+                     if all(layer in c.report.layers and c.report.layers[layer].ran for c in cases)]
     findings = [f for c in result.cases for f in c.report.findings]
     result.expectation_findings = missing_dynamic(ran, findings, display=lambda p: _display(Path(p)))
     return result.expectation_findings

@@ -50,9 +50,7 @@ class Discovery:
 
 
 def _finding(code: str, message: str, path: str, line: int = 1, evidence: dict | None = None) -> Finding:
-    rule = rules.get(code)
-    return Finding(code=code, severity=rule.severity, message=message, path=path, line=line, hint=rule.hint,
-                   layer="trace", evidence=evidence or {})
+    return rules.make_finding(code, message, path=path, line=line, layer="trace", evidence=evidence)
 
 
 @contextlib.contextmanager

@@ -34,13 +34,10 @@ from typing import Iterable, Mapping, Sequence
 
 from graphcheck import rules
 from graphcheck.findings import LAYERS, Finding
+from graphcheck.lint.files import decode, language_of
 from graphcheck.lint.suppress import Expectation, expect_markers
 
 CODE = "GC008"
-#: the codes the C++ static rules can report
-CPP_STATIC = frozenset({"GC110", "GC201", "GC202", "GC301", "GC303"})
-#: the static codes only the C++ rules report (GC110 comes from both languages)
-_CPP_ONLY = frozenset({"GC201", "GC303"})
 #: a file the static layer could not check gives no verdict on its markers
 _UNCHECKED = frozenset({"GC001", "GC002", "GC003"})
 _CACHE_LIMIT = 512
@@ -49,11 +46,7 @@ Markers = Mapping[int, Sequence[Expectation]]
 _cache: dict[str, tuple[tuple[int, int], dict[int, list[Expectation]]]] = {}
 
 
-def static_codes(language: str) -> frozenset[str]:
-    """The codes the static layer can report for a file in ``language`` (``python`` or ``cpp``)."""
-    if language != "python":
-        return CPP_STATIC
-    return frozenset(c for c, r in rules.RULES.items() if "static" in r.layers and c not in _CPP_ONLY)
+static_codes = rules.static_codes  # which codes the static layer reports per language: the registry's ``languages``
 
 
 def owed_by(expectation: Expectation, layer: str, language: str) -> bool:
@@ -73,9 +66,7 @@ def can_report(expectation: Expectation, layer: str, language: str) -> bool:
 
 
 def _gc008(message: str, path: str, line: int, layer: str, **evidence: object) -> Finding:
-    rule = rules.get(CODE)
-    return Finding(code=CODE, severity=rule.severity, message=message, path=path, line=line, col=0, hint=rule.hint,
-                   layer=layer, evidence=dict(evidence))
+    return rules.make_finding(CODE, message, path=path, line=line, layer=layer, evidence=evidence)
 
 
 def _missing_message(e: Expectation, layer: str) -> str:
@@ -116,8 +107,6 @@ def missing_static(findings: Iterable[Finding], path: str, *, source: str, langu
 
 
 def _language(path: str) -> str | None:
-    from graphcheck.lint.files import language_of
-
     return language_of(path)
 
 
@@ -137,8 +126,6 @@ def markers_of(path: "str | os.PathLike[str]") -> dict[int, list[Expectation]]:
     if hit is not None and hit[0] == stamp:
         return hit[1]
     try:
-        from graphcheck.lint.engine import decode
-
         with open(path, "rb") as fh:
             data = fh.read()
         markers = expect_markers(decode(data, language), language) if b"expect" in data else {}

@@ -25,8 +25,10 @@ from typing import Any, Iterator
 
 import pytest
 
+from graphcheck.layers import GPU_CHOICES, cuda_available
+
 LAYERS = ("trace", "capture")
-_GPU_CHOICES = ("auto", "off", "required")
+_GPU_CHOICES = GPU_CHOICES
 #: test folders hold test helpers (cases that hang or crash on purpose), not the project's kernels
 _TEST_DIRS = frozenset({"tests", "test", "testing"})
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", "build", "dist",
@@ -74,8 +76,6 @@ _cuda: bool | None = None
 def _cuda_available() -> bool:
     global _cuda
     if _cuda is None:
-        from graphcheck.audit import cuda_available
-
         _cuda = cuda_available()
     return _cuda
 
@@ -193,9 +193,9 @@ class CaseItem(pytest.Item):
         report = run_layer(self.case, self.layer, _gpu_mode(self.config), _examples(self.config))
         if at_or_above(report.findings, Severity.WARNING):
             raise GraphcheckFailure(format_report(report))
-        status = report.layers.get(self.layer, "")
-        if status.startswith("skipped"):
-            pytest.skip(status.partition(":")[2].strip() or status)
+        result = report.layers.get(self.layer)
+        if result is not None and not result.ran:
+            pytest.skip(result.reason or f"{self.layer} layer skipped")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, GraphcheckFailure):
@@ -212,7 +212,7 @@ def run_layer(case: Any, layer: str, gpu: str, examples: int) -> Any:
 
     if layer == "capture" and gpu == "required" and not _cuda_available():
         pytest.fail("--graphcheck-gpu=required, but no CUDA device is available", pytrace=False)
-    return check(case, gpu="off" if gpu == "off" else "auto", examples=examples, layers=(layer,))
+    return check(case, gpu="off" if gpu == "off" else "auto", examples=examples, layers=(layer,))  # required: above
 
 
 @pytest.hookimpl(tryfirst=True)

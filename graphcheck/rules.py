@@ -1,4 +1,4 @@
-"""The rule catalog: every code graphcheck can emit, in every layer.
+"""The rule registry: one definition per code graphcheck can emit, in every layer.
 
 One hazard has one code whichever layer sees it: ``.item()`` found in the source
 (static), seen as ``aten._local_scalar_dense`` while tracing, or named as the cause
@@ -6,14 +6,26 @@ of a failed capture is GC101 each time. Codes are stable once shipped: never
 renumber, only add. The long explanation of each rule (What it does / Why it is
 bad / Example / Fix) lives in ``docs/rules/<CODE>.md``, installed as
 ``graphcheck.ruledocs``.
+
+Everything that needs to know the rules reads this table: ``graphcheck rules``,
+the SARIF rule table, the rule-page tests, the expectation parser (which codes
+the static layer can report for a language: :func:`static_codes`), config
+validation and the lint cache key. Every finding is built by
+:meth:`Rule.finding` (or :func:`make_finding`), which takes the severity and
+hint from here. ``docs/guide/add-a-rule.md`` walks through adding one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
 
-from graphcheck.findings import Severity
+from graphcheck.findings import Finding, Severity
+
+#: the languages the static layer reads
+LANGUAGES = ("python", "cpp")
 
 FAMILIES = {
     "GC0": "graphcheck itself",
@@ -25,26 +37,79 @@ FAMILIES = {
 }
 
 
+class RuleDocMissing(LookupError):
+    """A rule's page could not be found (neither installed nor in a source checkout)."""
+
+
+#: ``docs/rules`` of a source checkout, for a graphcheck run from a tree that is not installed
+_CHECKOUT_DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules"
+
+
 @dataclasses.dataclass(frozen=True)
 class Rule:
+    """One rule. ``layers``: the layers that can report it. ``languages``: the source languages the static
+    layer reports it for (empty when the static layer never does; by default Python only)."""
+
     code: str
     name: str
     severity: Severity
     layers: tuple[str, ...]
     summary: str
     hint: str
+    languages: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.languages is None:
+            object.__setattr__(self, "languages", ("python",) if "static" in self.layers else ())
+        unknown = set(self.languages or ()) - set(LANGUAGES)
+        if unknown or (self.languages and "static" not in self.layers):
+            raise ValueError(f"{self.code}: languages {self.languages} need the static layer and known languages")
 
     @property
     def family(self) -> str:
         return FAMILIES[self.code[:3]]
 
     def doc(self) -> str:
-        """The rule's markdown page (What it does / Why it is bad / Example / Fix)."""
-        return resources.files("graphcheck.ruledocs").joinpath(f"{self.code}.md").read_text("utf-8")
+        """The rule's markdown page (What it does / Why it is bad / Example / Fix).
+
+        Raises :class:`RuleDocMissing` when it is neither installed nor in a source checkout.
+        """
+        name = f"{self.code}.md"
+        try:
+            return resources.files("graphcheck.ruledocs").joinpath(name).read_text("utf-8")
+        except (ModuleNotFoundError, OSError):
+            pass
+        try:
+            return (_CHECKOUT_DOCS / name).read_text("utf-8")
+        except OSError:
+            raise RuleDocMissing(f"no page for {self.code} (graphcheck.ruledocs is not installed)") from None
+
+    def finding(self, message: str, *, at: Any = None, path: str | None = None, line: int | None = None,
+                col: int = 0, function: str | None = None, layer: str = "static", case: str | None = None,
+                evidence: Mapping[str, Any] | None = None) -> Finding:
+        """A :class:`Finding` of this rule, with its severity and hint.
+
+        The place is ``at`` (anything with ``path``, ``line`` and ``function`` attributes, such as a
+        trace or capture ``Location``, or a ``(path, line, function)`` tuple) or ``path``/``line``/``function``.
+        """
+        if at is not None:
+            if isinstance(at, tuple):
+                at_path, at_line, at_function = at
+            else:
+                at_path, at_line, at_function = at.path, at.line, getattr(at, "function", None)
+            path = at_path if path is None else path
+            line = at_line if line is None else line
+            function = at_function if function is None else function
+        if path is None:
+            raise TypeError("a finding needs a place: at= or path=")
+        return Finding(code=self.code, severity=self.severity, message=message, path=path,
+                       line=int(line if line is not None else 1), col=col, function=function, hint=self.hint,
+                       layer=layer, case=case, evidence=dict(evidence or {}))
 
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 S, T, C = "static", "trace", "capture"
+PY, CPP = LANGUAGES
 
 _RULES = [
     # GC0xx: the tool's own problems
@@ -86,16 +151,17 @@ _RULES = [
     Rule("GC109", "repeat-interleave-no-size", E, (S, T, C), "`repeat_interleave` with tensor repeats and no `output_size` synchronizes.",
          "Pass output_size= (an upper bound known from shapes) to repeat_interleave."),
     Rule("GC110", "explicit-sync", E, (S, T, C), "An explicit device, stream or event synchronize (Python or CUDA C++) in the launch path.",
-         "Remove the synchronize; order work with streams and events instead."),
+         "Remove the synchronize; order work with streams and events instead.", languages=(PY, CPP)),
     Rule("GC111", "tensor-truthiness", E, (S, T, C), "A tensor used as a Python bool or in builtin max/min/sum/any/all synchronizes.",
          "Compute the condition on the device (torch.where, masked ops) instead of branching on it in Python."),
     Rule("GC112", "sync-op", E, (T, C), "An operator that synchronizes with the host ran during the call.",
          "Replace the op with a fixed-shape, device-only equivalent."),
     # GC2xx: streams
     Rule("GC201", "legacy-stream-launch", E, (S, C), "A CUDA kernel is launched without a stream, or on stream 0/nullptr/cudaStreamLegacy.",
-         "Launch on the current stream: at::cuda::getCurrentCUDAStream() as the fourth <<<>>> argument."),
+         "Launch on the current stream: at::cuda::getCurrentCUDAStream() as the fourth <<<>>> argument.",
+         languages=(CPP,)),
     Rule("GC202", "unjoined-stream", E, (S, C), "Work forked to a side stream is not joined back to the capturing stream.",
-         "Join with torch.cuda.current_stream().wait_stream(side) (or an event) before the region ends."),
+         "Join with torch.cuda.current_stream().wait_stream(side) (or an event) before the region ends.", languages=(PY, CPP)),
     Rule("GC203", "escaped-kernel", E, (C,), "A kernel ran during capture but is not in the graph: it escaped to another stream.",
          "Launch on the current (capturing) stream; never on the legacy default stream or an unjoined one."),
     Rule("GC204", "empty-graph", E, (C,), "The case launches work eagerly, but its captured graph is empty.",
@@ -108,11 +174,11 @@ _RULES = [
          "Read the CUDA error in the evidence; run the case with the trace layer to find the op."),
     # GC3xx: memory and host-to-device copies
     Rule("GC301", "pageable-h2d-copy", E, (S, T, C), "A host tensor is built per call and copied to the device (e.g. torch.tensor(list, device='cuda')).",
-         "Build the tensor once at setup, or on the device with torch.arange/full; copy into a persistent buffer."),
+         "Build the tensor once at setup, or on the device with torch.arange/full; copy into a persistent buffer.", languages=(PY, CPP)),
     Rule("GC302", "value-sized-allocation", E, (S, T), "An allocation is sized from tensor values, so its size is fixed at capture.",
          "Size buffers from shapes or a known upper bound, and mask the tail on the device."),
     Rule("GC303", "malloc-in-launch-path", W, (S,), "cudaMalloc/cudaFree (or the torch equivalents) in a function that launches kernels.",
-         "Allocate through the caching allocator (at::empty) or once at setup."),
+         "Allocate through the caching allocator (at::empty) or once at setup.", languages=(CPP,)),
     Rule("GC304", "unstable-address", E, (C,), "An input or output address changed between replays.",
          "Write outputs into buffers the caller owns; never reallocate them per call."),
     Rule("GC305", "host-tensor-argument", W, (T,), "A CPU tensor was passed to a device kernel launch.",
@@ -150,6 +216,8 @@ _RULES = [
 ]
 
 RULES: dict[str, Rule] = {rule.code: rule for rule in _RULES}
+if len(RULES) != len(_RULES):
+    raise RuntimeError("two rules share a code")
 
 
 def get(code: str) -> Rule:
@@ -157,6 +225,24 @@ def get(code: str) -> Rule:
         return RULES[code.upper()]
     except KeyError:
         raise KeyError(f"unknown rule {code!r}; `graphcheck rules` lists them") from None
+
+
+def make_finding(code: str, message: str, **place: Any) -> Finding:
+    """``get(code).finding(message, **place)``: the one way every layer builds a finding."""
+    return get(code).finding(message, **place)
+
+
+def static_codes(language: str) -> frozenset[str]:
+    """The codes the static layer can report for a file in ``language`` (``python`` or ``cpp``)."""
+    return frozenset(code for code, rule in RULES.items() if language in (rule.languages or ()))
+
+
+def fingerprint() -> str:
+    """A digest of every definition: part of the lint cache key, so a changed rule invalidates cached results."""
+    import hashlib
+
+    text = "\n".join(repr(rule) for rule in _RULES)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def matches(code: str, selectors: "list[str] | tuple[str, ...]") -> bool:

@@ -24,21 +24,7 @@ from graphcheck.case import Case
 if TYPE_CHECKING:
     from graphcheck.findings import Finding
 
-__all__ = ["check_capture", "LAYER_SKIPPED", "layer_skip_reason", "skips_whole_layer"]
-
-#: the ending of every note saying the whole capture layer did not run (notes cross
-#: the worker's process boundary as JSON strings, so the marker is part of the text)
-LAYER_SKIPPED = "capture layer skipped"
-
-
-def layer_skip_reason(why: str) -> str:
-    """A note saying the whole capture layer did not run, and why."""
-    return f"{why}: {LAYER_SKIPPED}"
-
-
-def skips_whole_layer(note: str) -> bool:
-    """Whether ``note`` says the whole layer did not run (not "isolation skipped" and the like)."""
-    return note.endswith(LAYER_SKIPPED)
+__all__ = ["check_capture"]
 
 
 def check_capture(
@@ -50,7 +36,10 @@ def check_capture(
     capture_error_mode: str = "global",
     device: int | None = None,
 ) -> tuple[list["Finding"], list[str]]:
-    """Run the capture layer on ``case``: (findings with layer "capture", skipped reasons).
+    """Run the capture layer on ``case``: (findings with layer "capture", notes).
+
+    Raises :class:`graphcheck.layers.LayerSkipped` when the layer cannot run at all
+    (no CUDA device, here or in the isolated process).
 
     ``isolate=True`` runs the case in a child process killed after ``timeout``
     seconds; a case that another process cannot import (built inside a function)
@@ -64,7 +53,9 @@ def check_capture(
     import torch
 
     if not torch.cuda.is_available():
-        return [], [layer_skip_reason(f"{case.name}: no CUDA device")]
+        from graphcheck.layers import LayerSkipped
+
+        raise LayerSkipped("no CUDA device")
     skipped: list[str] = []
     ref = None
     if isolate:

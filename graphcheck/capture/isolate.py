@@ -20,6 +20,7 @@ from typing import Any, Sequence
 from graphcheck import rules
 from graphcheck.capture.locate import CaseRef
 from graphcheck.findings import Finding
+from graphcheck.layers import LayerSkipped
 
 STDERR_TAIL = 3000
 
@@ -76,10 +77,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def _finding(code: str, message: str, location: tuple[str, int, str | None], case: str, **evidence: Any) -> Finding:
-    rule = rules.get(code)
-    path, line, function = location
-    return Finding(code=code, severity=rule.severity, message=message, path=path, line=line, function=function,
-                   hint=rule.hint, layer="capture", case=case, evidence=evidence)
+    return rules.get(code).finding(message, at=location, layer="capture", case=case, evidence=evidence)
 
 
 def run_in_subprocess(
@@ -119,6 +117,8 @@ def run_in_subprocess(
             return [_finding("GC006", f"the process running case {ref.name!r} {describe_exit(returncode)} "
                              "before reporting a result", location, ref.name, exit=describe_exit(returncode),
                              returncode=returncode, stderr_tail=tail)], []
+        if result.get("layer_skipped"):
+            raise LayerSkipped(str(result["layer_skipped"]))
         findings = [Finding.from_dict(d) for d in result.get("findings", [])]
         skipped = [str(s) for s in result.get("skipped", [])]
         if returncode != 0 and not any(f.code in ("GC006", "GC003") for f in findings):

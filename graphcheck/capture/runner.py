@@ -15,7 +15,6 @@ import warnings
 from typing import Any, Iterator
 
 from graphcheck import rules
-from graphcheck.capture import layer_skip_reason
 from graphcheck.capture import errors as cuda_err
 from graphcheck.capture.locations import Location, exception_location, function_location
 from graphcheck.capture.nodes import GraphNode, escaped_kernels, graph_nodes, summarize
@@ -23,6 +22,7 @@ from graphcheck.capture.replay import compare, copy_inputs, input_problems, outp
 from graphcheck.capture.watch import open_recorder, stream_watch
 from graphcheck.case import Case
 from graphcheck.findings import Finding
+from graphcheck.layers import LayerSkipped
 
 EMPTY_GRAPH_WARNING = "graph is empty"
 
@@ -58,19 +58,9 @@ def restore_rng_after_failed_capture() -> bool:
 
 
 def make_finding(code: str, message: str, loc: Location, case: str | None, **evidence: Any) -> Finding:
-    rule = rules.get(code)
-    return Finding(
-        code=rule.code,
-        severity=rule.severity,
-        message=message,
-        path=loc.path,
-        line=int(loc.line),
-        function=loc.function,
-        hint=rule.hint,
-        layer="capture",
-        case=case,
-        evidence={k: v for k, v in evidence.items() if v is not None},
-    )
+    """A capture-layer finding at ``loc``; evidence values that are None are left out."""
+    return rules.get(code).finding(message, at=loc, layer="capture", case=case,
+                                   evidence={k: v for k, v in evidence.items() if v is not None})
 
 
 def _launch_diff(captured: list[Any], eager: list[Any]) -> tuple[Any, dict[str, Any]] | None:
@@ -149,8 +139,7 @@ class CaptureRun:
         import torch
 
         if not torch.cuda.is_available():
-            self.skipped.append(layer_skip_reason(f"{self.case.name}: no CUDA device"))
-            return self.findings, self.skipped
+            raise LayerSkipped("no CUDA device")
         from graphcheck.capture.devices import pick_device
 
         index = pick_device(torch.cuda.device_count(), self.device_index)

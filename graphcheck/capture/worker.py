@@ -1,7 +1,8 @@
 """The child process of an isolated capture check: ``python -m graphcheck.capture.worker``.
 
 It loads one case (module or file + case name), runs the capture layer on it and
-writes ``{"findings": [...], "skipped": [...]}`` as JSON to ``--result``. With
+writes ``{"findings": [...], "skipped": [...]}`` as JSON to ``--result``
+(plus ``"layer_skipped": reason`` when the layer could not run at all). With
 ``--stage eager`` it only runs the case once eagerly on ``--device-type`` (used to
 check the isolation machinery itself where no GPU exists).
 """
@@ -24,14 +25,12 @@ def _write(path: str, payload: dict[str, Any]) -> None:
 
 
 def _internal(case_name: str, exc: BaseException, stage: str) -> dict[str, Any]:
-    from graphcheck import rules
-    from graphcheck.findings import Finding
+    from graphcheck.rules import make_finding
 
     code = "GC005" if stage == "load" else "GC003"
-    rule = rules.get(code)
-    return Finding(code=code, severity=rule.severity, layer="capture", case=case_name, path="<capture>", line=0,
-                   message=f"{stage} of case {case_name!r} failed: {type(exc).__name__}: {exc}", hint=rule.hint,
-                   evidence={"traceback": traceback.format_exc()[-4000:]}).to_dict()
+    return make_finding(code, f"{stage} of case {case_name!r} failed: {type(exc).__name__}: {exc}",
+                        path="<capture>", line=0, layer="capture", case=case_name,
+                        evidence={"traceback": traceback.format_exc()[-4000:]}).to_dict()
 
 
 def _eager_only(case: Any, device_type: str) -> tuple[list[Any], list[str]]:
@@ -60,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from graphcheck.capture.locate import CaseRef, load_case
+    from graphcheck.layers import LayerSkipped
 
     ref = CaseRef(args.module, args.file, args.case)
     try:
@@ -76,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             findings, skipped = run_case(case, examples=args.examples, capture_error_mode=args.capture_error_mode,
                                          device=args.device)
         payload = {"findings": [f.to_dict() for f in findings], "skipped": list(skipped)}
+    except LayerSkipped as skip:
+        payload = {"findings": [], "skipped": [], "layer_skipped": skip.reason}
     except Exception as exc:
         payload = {"findings": [_internal(args.case, exc, "capture check")], "skipped": []}
     _write(args.result, payload)

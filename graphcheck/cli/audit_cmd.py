@@ -7,6 +7,7 @@ import os
 import sys
 
 from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, emit
+from graphcheck.layers import GPU_CHOICES
 
 DESCRIPTION = """\
 Audit kernel modules: the static lint of their source, then every declared case
@@ -36,7 +37,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "audit", help="lint a kernel module and run its declared cases", description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("targets", nargs="+", metavar="TARGET", help="module names, .py files or directories")
-    p.add_argument("--gpu", choices=("auto", "off", "required"), default="auto",
+    p.add_argument("--gpu", choices=GPU_CHOICES, default="auto",
                    help="auto (default): the capture layer runs where CUDA exists and is skipped otherwise; "
                         "off: GPU-free layers only; required: exit 2 without a CUDA device")
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from graphcheck.layers import GPU_CHOICES
 
 DESCRIPTION = """\
 Check what a pull request changes. Files changed since the merge base of REF and
@@ -55,7 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0 to FILE")
     p.add_argument("--format", choices=("text", "json", "github"), default="text",
                    help="what goes to stdout: text (default), json, github (annotations only)")
-    p.add_argument("--gpu", choices=("auto", "off", "required"), default="auto",
+    p.add_argument("--gpu", choices=GPU_CHOICES, default="auto",
                    help="capture layer for audited cases: auto (where CUDA exists), off, required")
     p.add_argument("--no-audit", action="store_true", help="lint only; do not run the cases of changed modules")
     p.add_argument("--fail-on", choices=("error", "warning", "info", "never"), default=None,

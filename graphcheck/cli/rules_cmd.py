@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         try:
             page = rule.doc()
-        except OSError:
+        except rules.RuleDocMissing:
             page = f"# {rule.code} {rule.name}\n\n{rule.summary}\n\n## Fix\n\n{rule.hint}\n"
         if args.format == "json":
             print(json.dumps({**_rule_dict(rule), "doc": page}, indent=2))

@@ -39,18 +39,21 @@ def digest(data: bytes) -> str:
 
 
 def settings_key(all_functions: bool, entry_points: tuple[str, ...], max_file_size: int) -> str:
-    """A digest of everything that changes what the rules report for a given file."""
-    from graphcheck import __version__
+    """A digest of everything that changes what the rules report for a given file: the settings, the rule
+    registry, and the source of every module of the lint package plus the modules it reports through (so a
+    new module under ``lint/`` needs no entry in a list here)."""
+    from graphcheck import __version__, rules
 
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{_FORMAT}|{__version__}|{all_functions}|{sorted(entry_points)}|{max_file_size}".encode())
+    h.update(rules.fingerprint().encode())
     here = Path(__file__).resolve().parent
-    for name in ("python_rules.py", "scope.py", "values.py", "aliases.py", "cpp_rules.py", "suppress.py", "engine.py",
-                 "../expectations.py", "../rules.py"):
+    sources = sorted(here.glob("*.py")) + [here.parent / name for name in ("expectations.py", "rules.py", "findings.py")]
+    for path in sources:
         try:
-            h.update((here / name).read_bytes())
+            h.update(path.name.encode() + b"\0" + path.read_bytes())
         except OSError:
-            h.update(name.encode())
+            h.update(path.name.encode())
     return h.hexdigest()
 
 

@@ -678,10 +678,8 @@ def _declaration(var: str, body: str) -> str | None:
 
 
 def _finding(code: str, message: str, path: str, loc: _Locator, pos: int, function: str | None, **evidence) -> Finding:
-    rule = rules.get(code)
     line, col = loc.line_col(pos)
-    return Finding(code=code, severity=rule.severity, message=message, path=path, line=line, col=col,
-                   function=function, hint=rule.hint, layer="static", evidence=evidence)
+    return rules.make_finding(code, message, path=path, line=line, col=col, function=function, evidence=evidence)
 
 
 _PREFILTER = ("<<<", "aunch", "ynchronize", "StreamQuery", "cudaMemcpy", "cuMemcpy", "StreamFromPool",

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import io
 import os
 import time
-import tokenize
 from typing import Any, Sequence
 
-from graphcheck import rules
 from graphcheck import config as config_mod
+from graphcheck import expectations, rules
 from graphcheck.config import Config
 from graphcheck.findings import Finding
 from graphcheck.lint import cache as cache_mod
 from graphcheck.lint import files as files_mod
+from graphcheck.lint.files import decode
 
 SERIAL_BELOW = 50  # fewer files than this run in-process: a pool costs more than it saves
 _BINARY_PROBE = 8192
@@ -48,9 +47,7 @@ class _Options:
 
 
 def _tool_finding(code: str, message: str, path: str, line: int = 1, col: int = 0, **evidence: Any) -> Finding:
-    rule = rules.get(code)
-    return Finding(code=code, severity=rule.severity, message=message, path=path, line=line, col=col,
-                   hint=rule.hint, layer="static", evidence=evidence)
+    return rules.make_finding(code, message, path=path, line=line, col=col, evidence=evidence)
 
 
 def _count_lines(data: bytes) -> int:
@@ -69,27 +66,10 @@ def normalize_newlines(source: str) -> str:
     return source.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def decode(data: bytes, language: str) -> str:
-    """Decode source bytes: UTF-8 (BOM allowed), or a PEP 263 coding cookie for Python.
-
-    Raises UnicodeDecodeError, LookupError or SyntaxError when it cannot.
-    """
-    if language == "python":
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        if encoding == "utf-8-sig":
-            data = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
-            encoding = "utf-8"
-        return data.decode(encoding)
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    return data.decode("utf-8")
-
-
 def lint_source(source: str, path: str, language: str, options: _Options | None = None) -> list[Finding]:
     """Run the rules for ``language`` on decoded ``source``, apply inline suppressions, and add GC008
     for each ``expect`` marker the static layer owes but did not meet (findings are not yet marked
     ``expected``: :func:`lint_paths` does that after the cache)."""
-    from graphcheck import expectations
     from graphcheck.lint import suppress
 
     options = options or _Options(False, (), Config().max_file_size)
@@ -279,8 +259,6 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
             if config.selects(f.code) and not (ignored and config_mod.ignored_by(f.code, ignored)):
                 findings.append(f)
     findings.sort(key=Finding.sort_key)
-    from graphcheck.expectations import mark_expected
-
-    findings = mark_expected(findings)
+    findings = expectations.mark_expected(findings)
     return LintResult(findings=findings, files_checked=len(discovery.files), lines=lines, from_cache=from_cache,
                       seconds=time.perf_counter() - started, skipped=discovery.skipped)

@@ -7,14 +7,17 @@ skipped, as are paths matching the configured ``exclude`` globs. A file named
 explicitly on the command line is linted even inside a skipped folder, but the
 configured ``exclude`` globs still apply to it, so a CI job that passes changed
 files one by one honours the project's exclusions. Python stubs (``.pyi``) hold
-no code that runs and are not linted.
+no code that runs and are not linted. :func:`decode` turns a file's bytes into
+source text the way the rules and the expect-marker reader both need it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import io
 import os
+import tokenize
 from typing import Iterable, Sequence
 
 from graphcheck.config import Config, ConfigError
@@ -133,3 +136,19 @@ def _walk(top: str, shown_top: str, excluded) -> Iterable[tuple[str, str, str]]:
                 continue
             shown = os.path.normpath(os.path.join(shown_top, rel_dir, name))
             yield abs_path, shown, language
+
+
+def decode(data: bytes, language: str) -> str:
+    """Decode source bytes: UTF-8 (BOM allowed), or a PEP 263 coding cookie for Python.
+
+    Raises UnicodeDecodeError, LookupError or SyntaxError when it cannot.
+    """
+    if language == "python":
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        if encoding == "utf-8-sig":
+            data = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+            encoding = "utf-8"
+        return data.decode(encoding)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return data.decode("utf-8")

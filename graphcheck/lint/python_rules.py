@@ -146,9 +146,7 @@ def _local_entries(entry_points: Sequence[str], path: str) -> list[str]:
 
 
 def _tool_finding(code: str, path: str, line: int, col: int, message: str) -> Finding:
-    rule = rules.get(code)
-    return Finding(code=code, severity=rule.severity, message=message, path=path, line=line, col=col,
-                   hint=rule.hint, layer="static")
+    return rules.make_finding(code, message, path=path, line=line, col=col)
 
 
 class _Linter:
@@ -205,15 +203,14 @@ class _Linter:
         if key in self._seen:
             return
         self._seen.add(key)
-        rule = rules.get(code)
         where = f" inside `{info.qualname}`"
         if reason:
             where += f", which {reason}" if message.endswith("{where}") else f" (which {reason})"
         evidence = {k: v for k, v in evidence.items() if v is not None}
-        self.findings.append(Finding(
-            code=code, severity=rule.severity, message=message.replace("{where}", where), path=self.path,
+        self.findings.append(rules.make_finding(
+            code, message.replace("{where}", where), path=self.path,
             line=node.lineno, col=self.char_col(node), function=info.qualname,  # type: ignore[attr-defined]
-            hint=rule.hint, layer="static", evidence={"construct": self.text(node), **evidence}))
+            evidence={"construct": self.text(node), **evidence}))
 
 
 class _FunctionChecker:

@@ -28,7 +28,7 @@ EXPECTED_JUSTIFICATION = "expected by a graphcheck: expect marker"
 def _rule_descriptor(rule: rules.Rule) -> dict[str, Any]:
     try:
         page = rule.doc()
-    except (OSError, ModuleNotFoundError):
+    except rules.RuleDocMissing:
         page = ""
     help_text = f"{rule.summary} Fix: {rule.hint}"
     descriptor: dict[str, Any] = {

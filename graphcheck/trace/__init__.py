@@ -9,8 +9,8 @@ Modules: ``frames`` (user-line attribution), ``syncops`` (which ops sync),
 ``patches`` (hooks for what the dispatcher never sees), ``launches`` (Triton
 launch interception and the interpreter route), ``recorder`` (the
 :class:`Recorder` context manager), ``invariance`` (launch-plan comparison),
-``outputs`` (poisoning and determinism), ``findings_util`` (findings from the
-rule catalog), ``runner`` (the layer).
+``outputs`` (poisoning and determinism), ``runner`` (the layer); findings are
+built with :func:`graphcheck.rules.make_finding`.
 Nothing here imports torch or triton until it is used.
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from graphcheck.findings import Finding
-from graphcheck.trace.findings_util import make
+from graphcheck.rules import make_finding
 from graphcheck.trace.frames import Location
 from graphcheck.trace.recorder import Recorder
 
@@ -50,12 +50,12 @@ def compare(runs: Sequence[tuple[int, Recorder]], case: str | None) -> list[Find
             seen_other = labels[i] if i < len(labels) else "<end>"
             key = ("GC405", here[1].path, here[1].line)
             if key not in findings:
-                findings[key] = make(
+                findings[key] = make_finding(
                     "GC405",
                     f"the ops and launches differ between seeds: entry {i} is {seen_base} with seed {base_seed} "
                     f"but {seen_other} with seed {seed} ({len(base_labels)} vs {len(labels)} entries)",
-                    here[1], case,
-                    {"index": i, "seeds": {str(base_seed): seen_base, str(seed): seen_other},
+                    at=here[1], layer="trace", case=case,
+                    evidence={"index": i, "seeds": {str(base_seed): seen_base, str(seed): seen_other},
                      "lengths": {str(base_seed): len(base_labels), str(seed): len(labels)}},
                 )
         if [l.kernel for l in rec.launches] == [l.kernel for l in base.launches]:
@@ -81,11 +81,11 @@ def compare(runs: Sequence[tuple[int, Recorder]], case: str | None) -> list[Find
                     continue
                 values = ", ".join(f"seed {seed}: {_fmt(v)}" for seed, v in seen)
                 subject = "the grid" if field == "grid" else f"{what} {arg!r}"
-                findings[key] = make(
+                findings[key] = make_finding(
                     code,
                     f"kernel {launch.kernel}: {subject} changes with input values ({values})",
-                    loc, case,
-                    {"kernel": launch.kernel, "argument": arg, "values": {str(s): _jsonable(v) for s, v in seen},
+                    at=loc, layer="trace", case=case,
+                    evidence={"kernel": launch.kernel, "argument": arg, "values": {str(s): _jsonable(v) for s, v in seen},
                      "launch_index": i},
                 )
     return list(findings.values())

@@ -24,7 +24,7 @@ import os
 import threading
 from typing import Any, Iterator
 
-from graphcheck.trace import patches
+from graphcheck.trace import hooks
 from graphcheck.trace.frames import user_location
 
 _route_lock = threading.Lock()
@@ -138,11 +138,11 @@ def describe(fn: Any, args: tuple, kwargs: dict, grid: Any) -> dict[str, Any]:
 
 
 def _record(fn: Any, args: tuple, kwargs: dict, grid: Any) -> list:
-    recorders = patches.active_recorders()
-    if not recorders or patches.quiet_depth():
+    recorders = hooks.active_recorders()
+    if not recorders or hooks.quiet_depth():
         return []
     location = user_location()
-    with patches.quiet():
+    with hooks.quiet():
         plan = describe(fn, args, kwargs, grid)
     return [rec._launch(plan, location) for rec in recorders]
 
@@ -159,13 +159,13 @@ def _make_jit_run(original: Any) -> Any:
             if warmup:
                 return None
             launches = _record(self.fn, args, kwargs, grid)
-            with patches.quiet():
+            with hooks.quiet():
                 return _originals["interp_run"](interp, *args, grid=grid, warmup=False, **kwargs)
         if warmup:
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
         launches = _record(self.fn, args, kwargs, grid)
         before = _cache_size(self) if launches else None
-        with patches.quiet():
+        with hooks.quiet():
             result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
         if launches and before is not None:
             _set_compiled(launches, _cache_size(self) > before)
@@ -190,7 +190,7 @@ def _make_interp_run(original: Any) -> Any:
         if warmup:
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
         _record(self.fn, args, kwargs, grid)
-        with patches.quiet():
+        with hooks.quiet():
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     run.__wrapped__ = original
@@ -199,7 +199,7 @@ def _make_interp_run(original: Any) -> Any:
 
 def _make_autotune_run(original: Any) -> Any:
     def run(self, *args, **kwargs):
-        recorders = patches.active_recorders()
+        recorders = hooks.active_recorders()
         if not recorders:
             return original(self, *args, **kwargs)
         cache = getattr(self, "cache", {})
@@ -215,14 +215,13 @@ def _make_autotune_run(original: Any) -> Any:
     return run
 
 
-def install(saved: list) -> None:
-    """Wrap Triton's run methods; ``saved`` receives what :mod:`patches` restores later."""
+def install() -> None:
+    """Wrap Triton's run methods through :func:`hooks.wrap` (undone with the other patches)."""
     try:
         from triton.runtime.jit import JITFunction
     except Exception:  # triton missing or broken: torch-only cases still trace
         return
-    from graphcheck.trace.patches import _wrap
-
+    _wrap = hooks.wrap
     try:
         from triton.runtime.interpreter import InterpretedFunction
 

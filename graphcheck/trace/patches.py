@@ -14,45 +14,16 @@ import functools
 import os
 import sys
 import threading
-from typing import Any, Callable
+from typing import Any
+
+from graphcheck.trace import hooks
 
 _lock = threading.Lock()
 _installed = 0
-_saved: list[tuple[Any, str, Any]] = []
-_local = threading.local()
-_INHERITED = object()  # restore by deleting the override, so the base class method shows again
 
-
-def active_recorders() -> list:
-    return getattr(_local, "stack", [])
-
-
-def push(recorder: Any) -> None:
-    if not hasattr(_local, "stack"):
-        _local.stack = []
-    _local.stack.append(recorder)
-
-
-def pop(recorder: Any) -> None:
-    stack = getattr(_local, "stack", [])
-    if stack and stack[-1] is recorder:
-        stack.pop()
-    elif recorder in stack:
-        stack.remove(recorder)
-
-
-def quiet_depth() -> int:
-    return getattr(_local, "quiet", 0)
-
-
-class quiet:
-    """Inside: dispatched ops are passed through without being recorded."""
-
-    def __enter__(self) -> None:
-        _local.quiet = quiet_depth() + 1
-
-    def __exit__(self, *exc: Any) -> None:
-        _local.quiet = quiet_depth() - 1
+# re-exported: the recorder pushes and pops itself here
+active_recorders, push, pop, quiet, quiet_depth = (hooks.active_recorders, hooks.push, hooks.pop, hooks.quiet,
+                                                   hooks.quiet_depth)
 
 
 def _notify(code: str, op: str, detail: str, tensor_device: str | None = None) -> None:
@@ -64,13 +35,7 @@ def _notify(code: str, op: str, detail: str, tensor_device: str | None = None) -
         rec._python_event(code, op, detail)
 
 
-def _wrap(owner: Any, name: str, make: Callable[[Any], Callable]) -> None:
-    original = getattr(owner, name, None)
-    if original is None:
-        return
-    own = name in owner.__dict__ if isinstance(owner, type) else True
-    _saved.append((owner, name, original if own else _INHERITED))
-    setattr(owner, name, make(original))
+_wrap = hooks.wrap
 
 
 def _called_from_torch(frame: Any) -> bool:
@@ -138,7 +103,7 @@ def acquire() -> None:
             from graphcheck.trace import launches
 
             _install()
-            launches.install(_saved)
+            launches.install()
         _installed += 1
 
 
@@ -147,9 +112,4 @@ def release() -> None:
     with _lock:
         _installed -= 1
         if _installed == 0:
-            while _saved:
-                owner, name, original = _saved.pop()
-                if original is _INHERITED:
-                    delattr(owner, name)
-                else:
-                    setattr(owner, name, original)
+            hooks.restore_all()

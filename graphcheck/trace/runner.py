@@ -17,7 +17,7 @@ from typing import Any
 from graphcheck.case import Case
 from graphcheck.findings import Finding
 from graphcheck.trace import invariance, outputs
-from graphcheck.trace.findings_util import make
+from graphcheck.rules import make_finding
 from graphcheck.trace.frames import Location, function_location, traceback_location
 from graphcheck.trace.recorder import Recorder
 
@@ -40,9 +40,11 @@ def _error_finding(case: Case, exc: BaseException, stage: str, fallback: Locatio
     if loc.line == 0:
         loc = fallback
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return make("GC004", f"case {case.name!r} raised during {stage}: {text}", loc, case.name,
-                {"exception": type(exc).__name__, "stage": stage,
-                 "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]})
+    return make_finding("GC004", f"case {case.name!r} raised during {stage}: {text}", at=loc, layer="trace",
+                        case=case.name,
+                        evidence={"exception": type(exc).__name__, "stage": stage,
+                                  "traceback": "".join(traceback.format_exception(type(exc), exc,
+                                                                                  exc.__traceback__))[-4000:]})
 
 
 def _call(case: Case, seed: int, device: str, poison_index: int | None) -> tuple[Recorder, dict[str, Any], set[str]]:
@@ -80,8 +82,8 @@ def _sync_findings(runs: list[tuple[int, Recorder]], case: Case) -> list[Finding
                 entry[1].append(seed)
     result = []
     for (code, path, line, op), (event, seeds) in found.items():
-        result.append(make(code, f"{event.detail} ({op})", Location(path, line, event.function), case.name,
-                           {"op": op, "seeds": seeds}))
+        result.append(make_finding(code, f"{event.detail} ({op})", at=Location(path, line, event.function),
+                                   layer="trace", case=case.name, evidence={"op": op, "seeds": seeds}))
     return result
 
 
@@ -91,15 +93,17 @@ def _compile_findings(first: Recorder, second: Recorder, case: Case) -> list[Fin
         if launch.compiled:
             key = ("GC408", launch.path, launch.line, launch.kernel)
             what = "autotuned" if launch.autotuned else "compiled"
-            result.setdefault(key, make("GC408", f"kernel {launch.kernel} {what} on its first call: warm it up before capture",
-                                        Location(launch.path, launch.line, launch.function), case.name,
-                                        {"kernel": launch.kernel, "autotuned": launch.autotuned}))
+            result.setdefault(key, make_finding(
+                "GC408", f"kernel {launch.kernel} {what} on its first call: warm it up before capture",
+                at=Location(launch.path, launch.line, launch.function), layer="trace", case=case.name,
+                evidence={"kernel": launch.kernel, "autotuned": launch.autotuned}))
     for launch in second.launches:
         if launch.compiled:
             key = ("GC409", launch.path, launch.line, launch.kernel)
-            result.setdefault(key, make("GC409", f"kernel {launch.kernel} compiled again on a second call with the same inputs",
-                                        Location(launch.path, launch.line, launch.function), case.name,
-                                        {"kernel": launch.kernel, "constexprs": launch.constexprs, "scalars": launch.scalars}))
+            result.setdefault(key, make_finding(
+                "GC409", f"kernel {launch.kernel} compiled again on a second call with the same inputs",
+                at=Location(launch.path, launch.line, launch.function), layer="trace", case=case.name,
+                evidence={"kernel": launch.kernel, "constexprs": launch.constexprs, "scalars": launch.scalars}))
     return list(result.values())
 
 
@@ -120,7 +124,7 @@ def _output_findings(first: dict, second: dict, poisoned: set[str], rec: Recorde
                    f"same inputs (max abs diff {problem['max_abs_diff']:.3g}, atol={case.atol}, rtol={case.rtol})")
         else:
             msg = f"output {name!r} differs between two runs on the same inputs: {problem['detail']}"
-        result.append(make(problem["code"], msg, loc, case.name, problem))
+        result.append(make_finding(problem["code"], msg, at=loc, layer="trace", case=case.name, evidence=problem))
     return result
 
 

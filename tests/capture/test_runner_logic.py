@@ -104,5 +104,7 @@ def test_check_capture_without_cuda_skips_with_reason():
 
     if torch.cuda.is_available():
         pytest.skip("CUDA is present: the capture layer runs instead (see test_capture_gpu.py)")
-    findings, skipped = check_capture(case())
-    assert findings == [] and skipped == ["c: no CUDA device: capture layer skipped"]
+    from graphcheck.layers import LayerSkipped
+
+    with pytest.raises(LayerSkipped, match="no CUDA device"):
+        check_capture(case())
