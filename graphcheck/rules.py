@@ -130,7 +130,8 @@ _RULES = [
     Rule("GC008", "expected-finding-missing", E, (S, T, C), "A `graphcheck: expect[CODE]` marker names a finding that was not reported on its line.",
          "Fix the check that stopped reporting it, or correct the marker (its codes, and @layer for the layers that owe it)."),
     Rule("GC009", "bad-suppression", W, (S,), "A `graphcheck: ignore` marker is malformed or names no known rule, so it suppresses nothing.",
-         "Write `# graphcheck: ignore[GC101]` (codes or prefixes like GC1, comma-separated), or a bare `# graphcheck: ignore`."),
+         "Write `# graphcheck: ignore[GC101]` (codes or prefixes like GC1, comma-separated), or a bare `# graphcheck: ignore`.",
+         languages=(PY, CPP)),
     # GC1xx: host sync
     Rule("GC101", "item", E, (S, T, C), "`.item()` copies a device value to the host and synchronizes.",
          "Keep the value on the device: pass the tensor to the kernel and load it there."),
