@@ -35,6 +35,7 @@ import triton
 import triton.language as tl
 
 from graphcheck.kernels import _launch
+from graphcheck.kernels import ops as _ops  # registers torch.ops.graphcheck.*  # noqa: F401
 
 __all__ = ["merge_attn_states", "merge_attn_states_reference", "graphcheck_cases"]
 
@@ -397,9 +398,26 @@ def merge_attn_states(
     Validation runs once per (shapes, strides, dtypes, devices) and raises
     ``TypeError`` for wrong types or dtypes and ``ValueError`` for wrong shapes,
     layouts, devices or argument combinations.
+
+    Calls the custom op ``torch.ops.graphcheck.merge_attn_states`` (which
+    ``torch.compile`` treats as one opaque, in-place op); arguments the op's
+    schema cannot hold go straight to the validation, which says what is wrong.
     """
-    _merge(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse,
-           prefill_tokens_with_context, output_scale, lse_layout)
+    limit = prefill_tokens_with_context
+    tensors = (output, prefix_output, prefix_lse, suffix_output, suffix_lse)
+    if (all(isinstance(t, torch.Tensor) for t in tensors)
+            and (output_lse is None or isinstance(output_lse, torch.Tensor))
+            and (output_scale is None or isinstance(output_scale, torch.Tensor))
+            and isinstance(lse_layout, str)):
+        if isinstance(limit, torch.Tensor):
+            torch.ops.graphcheck.merge_attn_states(output, prefix_output, prefix_lse, suffix_output, suffix_lse,
+                                                   output_lse, None, limit, output_scale, lse_layout)
+            return
+        if limit is None or (isinstance(limit, int) and not isinstance(limit, bool)):
+            torch.ops.graphcheck.merge_attn_states(output, prefix_output, prefix_lse, suffix_output, suffix_lse,
+                                                   output_lse, limit, None, output_scale, lse_layout)
+            return
+    _merge(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse, limit, output_scale, lse_layout)
 
 
 # --------------------------------------------------------------------------- reference

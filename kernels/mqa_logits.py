@@ -17,6 +17,7 @@ import triton
 import triton.language as tl
 
 from graphcheck.kernels import _fp8, _launch
+from graphcheck.kernels import ops as _ops  # registers torch.ops.graphcheck.*  # noqa: F401
 from graphcheck.kernels._fp8 import decode_e4m3, score_tile
 
 __all__ = ["fp8_mqa_logits", "fp8_mqa_logits_reference", "graphcheck_cases", "MqaConfig"]
@@ -188,9 +189,29 @@ def fp8_mqa_logits(
     are written. ``out`` (keyword) is an optional fp32 ``[M, N]`` buffer with unit
     column stride; ``config`` and ``fp8_dot`` override the shape-based launch
     choices (benchmarks and tests).
+
+    Calls the custom op ``torch.ops.graphcheck.fp8_mqa_logits`` (or
+    ``fp8_mqa_logits_out`` when ``out`` is given), which ``torch.compile`` treats
+    as one opaque op. Calls with ``config`` or ``fp8_dot``, and calls whose
+    arguments the op schema cannot hold, launch the kernel directly.
     """
     if not isinstance(clean_logits, bool):
         raise TypeError(f"clean_logits must be a bool, got {type(clean_logits).__name__}")
+    if (config is None and fp8_dot is None and isinstance(kv, (tuple, list)) and len(kv) == 2
+            and all(isinstance(t, torch.Tensor) for t in (q, kv[0], kv[1], weights, cu_seqlen_ks, cu_seqlen_ke))):
+        if out is None:
+            return torch.ops.graphcheck.fp8_mqa_logits(q, kv[0], kv[1], weights, cu_seqlen_ks, cu_seqlen_ke,
+                                                       clean_logits)
+        if isinstance(out, torch.Tensor):
+            torch.ops.graphcheck.fp8_mqa_logits_out(q, kv[0], kv[1], weights, cu_seqlen_ks, cu_seqlen_ke, out,
+                                                    clean_logits)
+            return out
+    return _run(q, kv, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits, out, config, fp8_dot)
+
+
+def _run(q, kv, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits: bool, out: "torch.Tensor | None",
+         config: "MqaConfig | None" = None, fp8_dot: "bool | None" = None) -> torch.Tensor:
+    """Validate and launch (the custom op's implementation)."""
     k, k_scale, m, n, heads, dim = _check_inputs(q, kv, weights, cu_seqlen_ks, cu_seqlen_ke)
     device = _fp8.check_launchable(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke)
     out = _fp8.logits_buffer(out, m, n, device)

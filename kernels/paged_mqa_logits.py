@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from graphcheck.kernels import _fp8, _launch
+from graphcheck.kernels import ops as _ops  # registers torch.ops.graphcheck.*  # noqa: F401
 from graphcheck.kernels._fp8 import decode_e4m3, score_tile
 
 __all__ = ["fp8_paged_mqa_logits", "fp8_paged_mqa_logits_reference", "graphcheck_cases", "PagedConfig"]
@@ -363,8 +364,30 @@ def fp8_paged_mqa_logits(
     unit column stride; with ``clean_logits=False`` only valid positions of it are
     written. ``config`` and ``fp8_dot`` override the shape-based launch choices
     (benchmarks and tests).
+
+    Calls the custom op ``torch.ops.graphcheck.fp8_paged_mqa_logits`` (or
+    ``fp8_paged_mqa_logits_out`` when ``out`` is given), which ``torch.compile``
+    treats as one opaque op. Calls with ``config`` or ``fp8_dot``, and calls whose
+    arguments the op schema cannot hold (so that validation can say what is wrong),
+    launch the kernel directly.
     """
     max_model_len, clean_logits = _parse_tail(args, max_model_len, clean_logits, schedule_metadata)
+    if (config is None and fp8_dot is None
+            and all(isinstance(t, torch.Tensor) for t in (q, kv_cache, weights, context_lens, block_tables))):
+        if out is None:
+            return torch.ops.graphcheck.fp8_paged_mqa_logits(q, kv_cache, weights, context_lens, block_tables,
+                                                             max_model_len, clean_logits)
+        if isinstance(out, torch.Tensor):
+            torch.ops.graphcheck.fp8_paged_mqa_logits_out(q, kv_cache, weights, context_lens, block_tables,
+                                                          max_model_len, out, clean_logits)
+            return out
+    return _run(q, kv_cache, weights, context_lens, block_tables, max_model_len, clean_logits, out, config, fp8_dot)
+
+
+def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, clean_logits: bool,
+         out: "torch.Tensor | None", config: "PagedConfig | None" = None,
+         fp8_dot: "bool | None" = None) -> torch.Tensor:
+    """Validate and launch (the custom op's implementation)."""
     batch, next_n, heads, dim, block_size = _check_inputs(q, kv_cache, weights, context_lens, block_tables)
     device = _fp8.check_launchable(q, kv_cache, weights, context_lens, block_tables)
     rows_total = batch * next_n
