@@ -13,6 +13,24 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def launchable_together(*tensors) -> bool:
+    """All tensors (None entries skipped) on one device that a Triton kernel launches on
+    (CUDA, or the CPU for the interpreter). The wrappers send anything else to their
+    validation, which says what is wrong, instead of to a custom op (whose meta
+    implementation would accept meta tensors and device mixes)."""
+    device = None
+    for t in tensors:
+        if t is None:
+            continue
+        if device is None:
+            device = t.device
+            if device.type not in ("cuda", "cpu"):
+                return False
+        elif t.device != device:
+            return False
+    return True
+
+
 def next_pow2(n: int) -> int:
     """The smallest power of two ``>= n`` (1 for ``n <= 1``)."""
     return 1 if n <= 1 else 1 << (n - 1).bit_length()

@@ -293,6 +293,8 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
     for name, t in named:
         if t is not None and t.device != device:
             raise ValueError(f"{name} is on {t.device} but output is on {device}; all tensors must be on one device")
+    if device.type not in ("cuda", "cpu"):
+        raise ValueError(f"tensors are on {device}: the Triton kernel needs a CUDA device (or the CPU interpreter)")
 
     rows, num_warps, head_major = config or default_config(n, h, d, prefix_output.dtype, layout)
     def lse_strides(t):
@@ -408,7 +410,9 @@ def merge_attn_states(
     if (all(isinstance(t, torch.Tensor) for t in tensors)
             and (output_lse is None or isinstance(output_lse, torch.Tensor))
             and (output_scale is None or isinstance(output_scale, torch.Tensor))
-            and isinstance(lse_layout, str)):
+            and isinstance(lse_layout, str)
+            and _launch.launchable_together(*tensors, output_lse, output_scale,
+                                            limit if isinstance(limit, torch.Tensor) else None)):
         if isinstance(limit, torch.Tensor):
             torch.ops.graphcheck.merge_attn_states(output, prefix_output, prefix_lse, suffix_output, suffix_lse,
                                                    output_lse, None, limit, output_scale, lse_layout)

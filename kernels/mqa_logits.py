@@ -198,7 +198,9 @@ def fp8_mqa_logits(
     if not isinstance(clean_logits, bool):
         raise TypeError(f"clean_logits must be a bool, got {type(clean_logits).__name__}")
     if (config is None and fp8_dot is None and isinstance(kv, (tuple, list)) and len(kv) == 2
-            and all(isinstance(t, torch.Tensor) for t in (q, kv[0], kv[1], weights, cu_seqlen_ks, cu_seqlen_ke))):
+            and all(isinstance(t, torch.Tensor) for t in (q, kv[0], kv[1], weights, cu_seqlen_ks, cu_seqlen_ke))
+            and _launch.launchable_together(q, kv[0], kv[1], weights, cu_seqlen_ks, cu_seqlen_ke,
+                                            out if isinstance(out, torch.Tensor) else None)):
         if out is None:
             return torch.ops.graphcheck.fp8_mqa_logits(q, kv[0], kv[1], weights, cu_seqlen_ks, cu_seqlen_ke,
                                                        clean_logits)

@@ -373,7 +373,9 @@ def fp8_paged_mqa_logits(
     """
     max_model_len, clean_logits = _parse_tail(args, max_model_len, clean_logits, schedule_metadata)
     if (config is None and fp8_dot is None
-            and all(isinstance(t, torch.Tensor) for t in (q, kv_cache, weights, context_lens, block_tables))):
+            and all(isinstance(t, torch.Tensor) for t in (q, kv_cache, weights, context_lens, block_tables))
+            and _launch.launchable_together(q, kv_cache, weights, context_lens, block_tables,
+                                            out if isinstance(out, torch.Tensor) else None)):
         if out is None:
             return torch.ops.graphcheck.fp8_paged_mqa_logits(q, kv_cache, weights, context_lens, block_tables,
                                                              max_model_len, clean_logits)

@@ -334,3 +334,15 @@ def test_compile_fullgraph_merge_wrapper_allocating_outputs():
     (want, want_lse), (got, got_lse) = _compiled_equal(merged, *args)
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(got_lse, want_lse)
+
+
+def test_launchable_together_sends_meta_and_device_mixes_to_validation():
+    from graphcheck.kernels import _launch
+
+    cpu, meta = torch.ones(1), torch.ones(1, device="meta")
+    assert _launch.launchable_together(cpu, None, cpu)
+    assert not _launch.launchable_together(meta, meta)
+    assert not _launch.launchable_together(cpu, meta)
+    m = _to("meta", _merge_inputs())
+    with pytest.raises(ValueError, match="CUDA device|one device"):
+        merge_attn_states(**m)
