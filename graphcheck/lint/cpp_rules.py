@@ -890,8 +890,58 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
         if why:
             add("GC301", f"`{api}` copies from {why}: under capture this copy is rejected (or runs "
                 "synchronously outside the graph)", m.start(1), region.name, call=api, source=" ".join(src.split()))
+    # 8. a CUTLASS device operator run without a stream (its stream parameter defaults to nullptr)
+    if any(w in text for w in ("Gemm", "Conv", "Fmha", "FMHA", "Operation")):
+        for region in regions:  # running a CUTLASS operator is a launch: every non-setup function counts
+            if setup(region) or _CAPTURE_AWARE.search(text, region.start, region.end):
+                continue
+            for name, at in _cutlass_ops(text, region):
+                call_rx = re.compile(r"(?<![\w.>])" + re.escape(name) + r"\s*(\.\s*run\s*)?\(")
+                for cm in call_rx.finditer(text, at, region.end):
+                    open_paren = cm.end() - 1
+                    close = pairs.get(open_paren, -1)
+                    if close < 0 or guarded(cm.start()):
+                        continue
+                    inner = text[open_paren + 1 : close]
+                    args = [] if not inner.strip() else _split_args(text, open_paren + 1, close, pairs)
+                    is_run = cm.group(1) is not None
+                    streamish = [a for a in args if re.search(r"stream|\bst?\b", a, re.IGNORECASE)]
+                    if streamish:  # run(stream), run(args, stream), gemm_op(args, ws, stream)
+                        continue
+                    if len(args) >= 3:
+                        why = _bad_stream(args[2])
+                        if not why:
+                            continue
+                    else:
+                        why = "the default stream (CUTLASS's stream parameter defaults to nullptr)"
+                    call = f"{name}.run(...)" if is_run else f"{name}(...)"
+                    add("GC201", f"`{call}` launches the CUTLASS kernel on {why}", cm.start(), region.name,
+                        call=call)
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     return findings
+
+
+_CUTLASS_DECL = re.compile(r"(?:^|[;{}])\s*(?:typename\s+)?((?:[\w:]+::)?([A-Za-z_]\w*)(?:<[^;{}()]{0,300}>)?)\s+([a-z_]\w*)\s*"
+                           r"(?:;|\{\s*\}|=)")
+# the last component of a CUTLASS device-level operator's type: Gemm, GemmSm90, GemmUniversalAdapter, Fmha...
+_CUTLASS_TYPE = re.compile(r"^(?:\w*Gemm(?:Op|Operator|Sm\d+|Universal\w*|Grouped\w*|Adapter)?|\w*(?:Fmha|FMHA)(?:Op)?"
+                           r"|Operation|DeviceGemm\w*|GemmType)$")
+_DEVICE_FN = re.compile(r"__device__|__global__|__host__\s+__device__")
+
+
+def _cutlass_ops(text: str, region: Region) -> list[tuple[str, int]]:
+    """Names (and declaration positions) of CUTLASS-style device operators (``Gemm gemm_op;``) in a host function."""
+    head = text[max(0, region.start - 400) : region.start]
+    cut = max(head.rfind(";"), head.rfind("}"))
+    if _DEVICE_FN.search(head[cut + 1 :]):
+        return []  # device code never launches
+    out = []
+    for m in _CUTLASS_DECL.finditer(text, region.start, min(region.end, region.start + 200_000)):
+        if _CUTLASS_TYPE.match(m.group(2)):
+            out.append((m.group(3), m.end()))
+            if len(out) >= 8:
+                break
+    return out
 
 
 _STREAM_COMMENT = re.compile(r"/\*\s*[A-Za-z_]*stream[A-Za-z_]*\s*=?\s*\*/\s*(nullptr|NULL|0)\b", re.IGNORECASE)

@@ -169,3 +169,23 @@ def test_gc301_quiet_in_setup_code():
     src = ("void init_table(at::Tensor out, cudaStream_t stream) {\n  float one = 1.0f;\n"
            "  cudaMemcpyAsync(out.data_ptr(), &one, 4, cudaMemcpyHostToDevice, stream);\n}\n")
     assert lint(src) == []
+
+
+# --- GC201: a CUTLASS operator run without a stream --------------------------------------------
+
+CUTLASS = ("template <typename Gemm>\nvoid scaled_mm(torch::Tensor& out, torch::Tensor const& a) {{\n"
+           "  typename Gemm::Arguments args{{}};\n  Gemm gemm_op;\n  auto stream = at::cuda::getCurrentCUDAStream();\n"
+           "  {call}\n}}\n")
+
+
+@pytest.mark.parametrize("call", ["gemm_op.run(args);", "gemm_op.run();", "gemm_op(args, workspace.get());",
+                                  "gemm_op.run(args, workspace.get(), nullptr);"])
+def test_gc201_cutlass_run_without_a_stream(call):
+    assert lint(CUTLASS.format(call=call)) == [(6, "GC201")]
+
+
+@pytest.mark.parametrize("call", ["gemm_op.run(stream);", "gemm_op.run(args, workspace.get(), stream);", "gemm_op.run(args, stream);",
+                                  "gemm_op(args, workspace.get(), stream);", "gemm_op.can_implement(args);",
+                                  "gemm_op.initialize(args, workspace.get());"])
+def test_gc201_cutlass_run_on_the_current_stream_is_quiet(call):
+    assert lint(CUTLASS.format(call=call)) == []

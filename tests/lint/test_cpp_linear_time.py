@@ -40,6 +40,8 @@ ADVERSARIAL = {
     # many calls to a launcher declared in the file
     "launcher_calls": "void run(float* x, cudaStream_t stream);\nvoid op(at::Tensor x) {\n"
                       + "  run(x.data_ptr<float>(), 0);\n" * 60_000 + "}\n",
+    # many CUTLASS operators and runs in one function
+    "cutlass_ops": "void op(at::Tensor x) {\n" + "  Gemm g; g.run(a);\n" * 50_000 + "}\n",
     # many pool streams and pageable copies in one function
     "pool_and_copies": "void op(at::Tensor x) {\n  float v[4];\n"
                        + "  auto s = at::cuda::getStreamFromPool();\n"

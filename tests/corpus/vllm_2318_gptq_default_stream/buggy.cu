@@ -1,0 +1,28 @@
+// Reproduction of vllm-project/vllm#2318 (commit 6ef00b03a, "Enable CUDA graph for GPTQ &
+// SqueezeLLM"), written for graphcheck's corpus: csrc/quantization/gptq/q_gemm.cu launched its GEMM and
+// reconstruction kernels with `<<<gridDim, blockDim>>>`, on the default stream, so GPTQ layers could not
+// be captured. (The weight-shuffling launch at load time is not a capture hazard and stays unflagged.)
+#include <ATen/cuda/CUDAContext.h>
+#include <torch/extension.h>
+
+__global__ void gemm_half_q_half_kernel(const half* a, const uint32_t* b_q, half* c, int m, int n, int k) {}
+__global__ void reconstruct_kernel(const uint32_t* b_q, half* out, int k, int n) {}
+__global__ void shuffle_kernel(uint32_t* q_weight, int height, int width) {}
+
+void gemm_half_q_half_cuda_part(const half* a, const uint32_t* b_q, half* c, int m, int n, int k) {
+  dim3 blockDim(128, 1, 1);
+  dim3 gridDim((n + 127) / 128, (m + 7) / 8, 1);
+  gemm_half_q_half_kernel<<<gridDim, blockDim>>>(a, b_q, c, m, n, k);  // graphcheck: expect[GC201]
+}
+
+void reconstruct_gptq(const uint32_t* b_q, half* out, int k, int n) {
+  dim3 blockDim(32, 1, 1);
+  dim3 gridDim((n + 31) / 32, (k + 31) / 32, 1);
+  reconstruct_kernel<<<gridDim, blockDim>>>(b_q, out, k, n);  // graphcheck: expect[GC201]
+}
+
+void shuffle_exllama_weight(uint32_t* q_weight, int height, int width) {
+  dim3 blockDim(256, 1, 1);
+  dim3 gridDim(width / 256, 1, 1);
+  shuffle_kernel<<<gridDim, blockDim>>>(q_weight, height, width);
+}
