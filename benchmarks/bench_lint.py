@@ -5,7 +5,11 @@ run's own): cold without cache, cold filling the cache, then a cached re-run,
 each also with ``--all-functions``. Reports files, lines, wall time, lines/s,
 peak RSS (parent + workers) and the GC0xx counts (files it could not check).
 
-    python benchmarks/bench_lint.py [--path DIR] [--jobs N] [--json OUT]
+    python benchmarks/bench_lint.py [--path DIR ...] [--jobs N] [--json OUT]
+
+Each ``--path`` is benchmarked in turn (default: the installed torch package).
+The 1-minute load average is recorded before every measurement: on a shared
+machine it says how far the wall times are from a quiet run.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from graphcheck.config import Config
 from graphcheck.lint.engine import lint_paths
 path, jobs, use_cache, all_functions = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1"
 t0 = time.perf_counter()
-r = lint_paths([path], Config(all_functions=all_functions), jobs=jobs, use_cache=use_cache)
+r = lint_paths([path], Config(root=path, all_functions=all_functions), jobs=jobs, use_cache=use_cache)
 wall = time.perf_counter() - t0
 self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 child_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -46,12 +50,14 @@ def measure(path: str, jobs: int, use_cache: bool, all_functions: bool, cache_di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--path", help="tree to lint (default: the installed torch package)")
+    parser.add_argument("--path", action="append",
+                        help="tree to lint; repeat for several (default: the installed torch package)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", metavar="OUT", help="also write the results as JSON")
     args = parser.parse_args()
     torch_version = None
-    if args.path is None:
+    paths = list(args.path or [])
+    if not paths:
         # locate torch without importing it: an import would inflate this process's peak RSS,
         # which the measured child processes inherit across exec on Linux
         import importlib.metadata
@@ -60,30 +66,35 @@ def main() -> None:
         spec = importlib.util.find_spec("torch")
         if spec is None or not spec.origin:
             parser.error("torch is not installed; pass --path")
-        args.path = os.path.dirname(spec.origin)
+        paths = [os.path.dirname(spec.origin)]
         torch_version = importlib.metadata.version("torch")
-
-    rows = []
-    for all_functions in (False, True):
-        with tempfile.TemporaryDirectory() as cache_dir:
-            cold = measure(args.path, args.jobs, False, all_functions, cache_dir)
-            fill = measure(args.path, args.jobs, True, all_functions, cache_dir)
-            cached = measure(args.path, args.jobs, True, all_functions, cache_dir)
-        for label, r in (("cold, no cache", cold), ("cold, filling cache", fill), ("cached re-run", cached)):
-            rows.append({"mode": label, "all_functions": all_functions, **r})
 
     from graphcheck import __version__
 
-    env = {"date": time.strftime("%Y-%m-%d"), "python": platform.python_version(), "graphcheck": __version__,
-           "torch": torch_version, "cpus": os.cpu_count(), "jobs": args.jobs, "machine": platform.machine(),
-           "processor": platform.processor() or platform.machine(), "path": args.path}
-    print(f"tree: {args.path}  ({env['cpus']} CPUs, jobs={args.jobs}, Python {env['python']}, torch {torch_version})")
-    header = f"{'mode':<22}{'all-fn':<8}{'files':>7}{'lines':>10}{'wall s':>9}{'lines/s':>11}{'peak MB':>9}{'cached':>8}  GC0xx"
+    env = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "python": platform.python_version(),
+           "graphcheck": __version__, "torch": torch_version, "cpus": os.cpu_count(), "jobs": args.jobs,
+           "machine": platform.machine(), "processor": platform.processor() or platform.machine(), "paths": paths}
+    rows = []
+    for path in paths:
+        for all_functions in (False, True):
+            with tempfile.TemporaryDirectory() as cache_dir:
+                measured = []
+                for label, use_cache in (("cold, no cache", False), ("cold, filling cache", True),
+                                         ("cached re-run", True)):
+                    load = os.getloadavg()[0]
+                    r = measure(path, args.jobs, use_cache, all_functions, cache_dir)
+                    measured.append({"tree": path, "mode": label, "all_functions": all_functions, "load1": load, **r})
+            rows.extend(measured)
+
+    print(f"{env['cpus']} CPUs, jobs={args.jobs}, Python {env['python']}, graphcheck {env['graphcheck']}, {env['date']}")
+    header = (f"{'tree':<28}{'mode':<22}{'all-fn':<8}{'files':>7}{'lines':>10}{'wall s':>9}{'lines/s':>11}"
+              f"{'peak MB':>9}{'cached':>8}{'load':>6}  GC0xx")
     print(header)
     for r in rows:
         rate = r["lines"] / r["wall_s"] if r["wall_s"] else float("inf")
-        print(f"{r['mode']:<22}{str(r['all_functions']):<8}{r['files']:>7}{r['lines']:>10}{r['wall_s']:>9.2f}"
-              f"{rate:>11.0f}{r['peak_rss_mb']:>9.0f}{r['from_cache']:>8}  {r['gc0xx'] or '-'}")
+        tree = os.path.basename(r["tree"].rstrip("/"))
+        print(f"{tree:<28}{r['mode']:<22}{str(r['all_functions']):<8}{r['files']:>7}{r['lines']:>10}{r['wall_s']:>9.2f}"
+              f"{rate:>11.0f}{r['peak_rss_mb']:>9.0f}{r['from_cache']:>8}{r['load1']:>6.1f}  {r['gc0xx'] or '-'}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"env": env, "rows": rows}, fh, indent=2)
