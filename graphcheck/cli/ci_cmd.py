@@ -165,9 +165,9 @@ def run(args: argparse.Namespace) -> int:
         data = to_dict(result)
         data["base"] = changes.base
         data["changed_files"] = shown
-        import json
+        from graphcheck.report import strict_json
 
-        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+        sys.stdout.write(strict_json.dumps(data, indent=2) + "\n")
     elif args.format == "github":
         sys.stdout.write(render(findings, "github"))
     else:

@@ -11,7 +11,7 @@ annotations carry the findings only (their formats have no place for a pass).
 from __future__ import annotations
 
 import io
-import json
+from graphcheck.report import strict_json
 from typing import Any, Sequence
 
 from graphcheck.findings import Finding
@@ -119,7 +119,7 @@ def render_audit(result, fmt: str = "text", *, color: bool = False, width: int |
 
     findings: Sequence[Finding] = sorted(result.findings, key=Finding.sort_key)
     if fmt == "json":
-        return json.dumps(to_dict(result), indent=2, default=str) + "\n"
+        return strict_json.dumps(to_dict(result), indent=2) + "\n"
     if fmt != "text":
         return render(findings, fmt, srcroot=srcroot)
     table = case_table(result)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
+from graphcheck.report import strict_json
 from typing import Sequence
 
 from graphcheck.findings import Finding
 
 
 def render_json(findings: Sequence[Finding]) -> str:
-    return json.dumps([f.to_dict() for f in findings], indent=2, default=str) + "\n"
+    return strict_json.dumps([f.to_dict() for f in findings], indent=2) + "\n"

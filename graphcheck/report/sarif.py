@@ -10,7 +10,6 @@ suppression, so code scanning lists it as suppressed rather than open.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Sequence
@@ -18,6 +17,7 @@ from urllib.parse import quote
 
 from graphcheck import rules
 from graphcheck.findings import Finding
+from graphcheck.report import strict_json
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/cuda-graphcheck/"
@@ -97,4 +97,4 @@ def to_sarif(findings: Sequence[Finding], *, srcroot: str | None = None) -> dict
 
 
 def render_sarif(findings: Sequence[Finding], *, srcroot: str | None = None) -> str:
-    return json.dumps(to_sarif(findings, srcroot=srcroot), indent=2, default=str) + "\n"
+    return strict_json.dumps(to_sarif(findings, srcroot=srcroot), indent=2) + "\n"
