@@ -77,8 +77,10 @@ class AuditResult:
 
 def declares_cases(path: "str | os.PathLike[str]") -> bool:
     """Whether a Python file mentions a case declaration (a text check; nothing is imported)."""
-    try:
-        text = Path(path).read_text("utf-8", errors="replace")
+    from graphcheck.lint.files import read_regular
+
+    try:  # a FIFO or device named *.py is not a module; reading it could block forever
+        text = read_regular(os.fspath(path)).decode("utf-8", errors="replace")
     except OSError:
         return False
     return any(marker in text for marker in CASE_MARKERS)
@@ -167,6 +169,8 @@ def resolve_target(given: str) -> Target:
     if path.is_file():
         sources = [_case_source_for_file(path)] if path.suffix == ".py" and declares_cases(path) else []
         return Target(given, [given], sources)
+    if os.path.lexists(path) and os.path.exists(path):  # a FIFO or device: lint reports it (GC002)
+        return Target(given, [given], [])
     if given.endswith(".py") or os.sep in given or "/" in given:
         raise TargetError(f"{given}: no such file or directory")
     try:

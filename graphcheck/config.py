@@ -34,6 +34,7 @@ from graphcheck import rules
 
 FAIL_ON = ("error", "warning", "info", "never")
 DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+MAX_MAX_FILE_SIZE = 2**31 - 1  # a read buffer must fit an index-sized integer everywhere
 _CODE_SELECTOR = re.compile(r"^GC\d{0,3}$")
 
 
@@ -148,8 +149,9 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
                 raise ConfigError(f"{where}: expected true or false, got {value!r}")
             values["all_functions"] = value
         elif key == "max-file-size":
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ConfigError(f"{where}: expected a positive number of bytes, got {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_MAX_FILE_SIZE:
+                raise ConfigError(f"{where}: expected a positive number of bytes up to {MAX_MAX_FILE_SIZE}, "
+                                  f"got {value!r}")
             values["max_file_size"] = value
         else:
             known = "select, ignore, per-file-ignores, exclude, entry-points, fail-on, all-functions, max-file-size"
@@ -165,6 +167,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 ({exc.reason} at byte {exc.start})") from None
 
 
 def _table_of(path: Path, data: dict[str, Any]) -> dict[str, Any] | None:
@@ -190,18 +194,34 @@ def load_file(path: "str | Path") -> Config:
 
 def discover(start: "str | Path | None") -> Config:
     """The nearest config walking up from ``start`` (a file or directory); defaults if none."""
-    here = Path(start) if start is not None else Path.cwd()
+    here = Path(start) if start is not None else _cwd()
     try:
         here = here.resolve()
     except OSError:
         here = Path(os.path.abspath(here))
-    if not here.is_dir():
+    if not _safe(here.is_dir):
         here = here.parent
     for folder in (here, *here.parents):
         for name in ("graphcheck.toml", "pyproject.toml"):
             candidate = folder / name
-            if candidate.is_file():
+            if _safe(candidate.is_file):
                 table = _table_of(candidate, _read_toml(candidate))
                 if table is not None:
                     return from_table(table, candidate, folder)
-    return Config(root=Path.cwd())
+    return Config(root=_cwd())
+
+
+def _safe(test) -> bool:
+    """``Path.is_dir``/``is_file`` that is False for a path it may not look at (a folder without
+    search permission) instead of raising."""
+    try:
+        return bool(test())
+    except OSError:
+        return False
+
+
+def _cwd() -> Path:
+    try:
+        return Path.cwd()
+    except OSError:
+        raise ConfigError("the current directory no longer exists (or cannot be read); cd somewhere else") from None

@@ -34,7 +34,7 @@ from typing import Iterable, Mapping, Sequence
 
 from graphcheck import rules
 from graphcheck.findings import LAYERS, Finding
-from graphcheck.lint.files import decode, language_of
+from graphcheck.lint.files import decode, language_of, read_regular
 from graphcheck.lint.suppress import Expectation, expect_markers
 
 CODE = "GC008"
@@ -126,8 +126,7 @@ def markers_of(path: "str | os.PathLike[str]") -> dict[int, list[Expectation]]:
     if hit is not None and hit[0] == stamp:
         return hit[1]
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_regular(path)  # never a FIFO or device: the read could block
         markers = expect_markers(decode(data, language), language) if b"expect" in data else {}
     except (OSError, UnicodeDecodeError, LookupError, SyntaxError):
         markers = {}

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import io
+import os
 import sys
 
 # Each module defines ``add_parser(subparsers)`` and ``run(args) -> int``.
@@ -58,22 +61,60 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _ClosedStream(io.TextIOBase):
+    """Stands in for a standard stream the caller closed (``>&-``): writing to it is an error."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if not text:
+            return 0
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null so that the interpreter's final flush cannot fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        sys.stdout = open(os.devnull, "w")
+
+
 def main(argv: "list[str] | None" = None) -> int:
+    if sys.stdout is None:
+        sys.stdout = _ClosedStream()
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_USAGE
     try:
-        return int(args.run(args))
+        code = int(args.run(args))
+        sys.stdout.flush()  # a full disk shows here, not in the interpreter's exit
+        return code
     except KeyboardInterrupt:
         print("graphcheck: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `graphcheck rules | head`: the reader left; not an error of ours
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return EXIT_OK
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS:
+            raise
+        print(f"graphcheck: error: cannot write the report: {exc.strerror or exc}", file=sys.stderr)
+        _silence_stdout()
+        return EXIT_USAGE
+
+
+# a write to stdout that failed: disk full, quota, closed or bad descriptor, I/O error
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EBADF, errno.EIO, errno.EFBIG, errno.EINVAL})
 
 
 if __name__ == "__main__":

@@ -72,7 +72,9 @@ class _Progress:
                                 TextColumn("{task.description}"), console=Console(file=sys.stderr), transient=True)
             self.bar.start()
             self.task = self.bar.add_task("", total=total)
-        self.bar.update(self.task, completed=done, description=name)
+        from graphcheck.report.escape import markup
+
+        self.bar.update(self.task, completed=done, description=markup(name))
 
     def close(self) -> None:
         if self.bar is not None:

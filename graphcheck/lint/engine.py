@@ -99,8 +99,10 @@ def _lint_file(path: str, display: str, language: str, known_digest: str | None,
                 "GC002", f"file is too large ({st.st_size} bytes > max-file-size {options.max_file_size}); skipped",
                 display, size=st.st_size)]
             return result
-        with open(path, "rb") as fh:
-            data = fh.read(options.max_file_size + 1)
+        data = files_mod.read_regular(path, options.max_file_size + 1)
+    except files_mod.NotRegularFile as exc:
+        result["findings"] = [_tool_finding("GC002", f"{exc}; skipped", display)]
+        return result
     except FileNotFoundError:
         result["findings"] = [_tool_finding("GC002", "file disappeared before it could be read", display)]
         return result
@@ -207,6 +209,7 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
 
     by_path = {f.path: f for f in discovery.files}
     raw: dict[str, list[Finding]] = {}
+    unchecked = [_tool_finding("GC002", why, shown) for shown, why in discovery.problems]
     lines = 0
     from_cache = 0
     tasks = []
@@ -258,6 +261,7 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
         for f in found:
             if config.selects(f.code) and not (ignored and config_mod.ignored_by(f.code, ignored)):
                 findings.append(f)
+    findings += [f for f in unchecked if config.selects(f.code)]
     findings.sort(key=Finding.sort_key)
     findings = expectations.mark_expected(findings)
     return LintResult(findings=findings, files_checked=len(discovery.files), lines=lines, from_cache=from_cache,

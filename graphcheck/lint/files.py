@@ -9,14 +9,23 @@ configured ``exclude`` globs still apply to it, so a CI job that passes changed
 files one by one honours the project's exclusions. Python stubs (``.pyi``) hold
 no code that runs and are not linted. :func:`decode` turns a file's bytes into
 source text the way the rules and the expect-marker reader both need it.
+
+Only regular files are read: a FIFO, socket or device is skipped in a walk (and
+reported as GC002 when named explicitly), since reading one can block forever.
+A symlink whose target lies outside the project (the project root, or the
+folder given) is not followed, so a committed link cannot make a report print
+another file's lines. A folder the walk cannot read is reported, not skipped
+in silence.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import fnmatch
 import io
 import os
+import stat
 import tokenize
 from typing import Iterable, Sequence
 
@@ -42,6 +51,55 @@ class SourceFile:
 class Discovery:
     files: list[SourceFile]
     skipped: list[str]  # explicitly named files that are not Python or C++
+    #: (display path, why) for what could not be checked: an unreadable folder, a FIFO named explicitly,
+    #: a symlink leaving the project; each becomes a GC002 finding
+    problems: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+
+class NotRegularFile(OSError):
+    """A path that is a FIFO, socket, device or folder where a source file was expected."""
+
+
+def open_regular(path: str) -> int:
+    """An fd for reading ``path`` if it is a regular file; raises NotRegularFile (or OSError) otherwise.
+
+    Opened non-blocking and checked with ``fstat`` on the open descriptor, so a FIFO never blocks
+    and a swap between the check and the read is not possible.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(f"not a regular file ({_kind(mode)})")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: str, limit: "int | None" = None) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` (see :func:`open_regular`)."""
+    fd = open_regular(path)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read() if limit is None else fh.read(limit)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def _inside(path: str, roots: "tuple[str, ...]") -> bool:
+    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+def leaves_project(abs_path: str, roots: "tuple[str, ...]") -> bool:
+    """Whether ``abs_path`` is a symlink (or under a symlinked folder) whose target is outside ``roots``."""
+    real = os.path.realpath(abs_path)
+    return real != abs_path and not _inside(real, roots)
 
 
 def language_of(name: str) -> str | None:
@@ -86,39 +144,82 @@ class _Excluder:
 def discover(paths: Sequence["str | os.PathLike[str]"], config: Config) -> Discovery:
     """Every lintable file under ``paths``, sorted and without duplicates.
 
-    Raises ConfigError for a path that does not exist.
+    Raises ConfigError for a path that does not exist (or is empty).
     """
-    cwd = os.getcwd()
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        raise ConfigError("the current directory no longer exists (or cannot be read); cd somewhere else") from None
     excluded = _Excluder(config)
     seen: set[str] = set()
     files: list[SourceFile] = []
     skipped: list[str] = []
+    problems: list[tuple[str, str]] = []
+    root = os.path.realpath(str(config.root))
 
     def add(abs_path: str, shown: str, language: str) -> None:
         if abs_path not in seen:
             seen.add(abs_path)
             files.append(SourceFile(abs_path, display_path(abs_path, shown, cwd), language))
 
+    def problem(abs_path: str, shown: str, why: str) -> None:
+        if abs_path not in seen:
+            seen.add(abs_path)
+            problems.append((display_path(abs_path, shown, cwd), why))
+
     for given in paths:
         given = os.fspath(given)
+        if not given:
+            raise ConfigError("an empty path was given")
         abs_given = os.path.normpath(os.path.join(cwd, given))
-        if os.path.isdir(abs_given):
-            for abs_path, shown, language in _walk(abs_given, os.path.normpath(given), excluded):
-                add(abs_path, shown, language)
-        elif os.path.isfile(abs_given) or os.path.lexists(abs_given) and not os.path.islink(abs_given):
-            language = language_of(abs_given)
-            if language is None:
-                skipped.append(given)
-            elif not excluded(abs_given):
-                add(abs_given, os.path.normpath(given), language)
+        shown = os.path.normpath(given)
+        try:
+            st = os.stat(abs_given)
+        except FileNotFoundError:
+            if os.path.islink(abs_given):
+                raise ConfigError(f"path is a broken symlink: {given}") from None
+            raise ConfigError(f"path does not exist: {given}") from None
+        except OSError as exc:
+            # a folder above it cannot be searched (permissions), a link loop, a name too long
+            if exc.errno in (errno.ELOOP, errno.ENAMETOOLONG, errno.ENOTDIR):
+                raise ConfigError(f"path does not exist: {given} ({exc.strerror})") from None
+            problem(abs_given, shown, f"cannot access: {exc.strerror or exc}")
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            # links may point anywhere in the project or in the folder given, nowhere else
+            for abs_path, shown_path, language, why in _walk(abs_given, shown, excluded,
+                                                             (root, os.path.realpath(abs_given))):
+                if why:
+                    problem(abs_path, shown_path, why)
+                else:
+                    add(abs_path, shown_path, language)  # type: ignore[arg-type]
+            continue
+        language = language_of(abs_given)
+        if language is None:
+            skipped.append(given)
+        elif excluded(abs_given):
+            continue
+        elif not stat.S_ISREG(st.st_mode):
+            problem(abs_given, shown, f"not a regular file ({_kind(st.st_mode)}); skipped")
+        elif leaves_project(abs_given, (root,)):
+            problem(abs_given, shown, "a symlink to a file outside the project; not followed")
         else:
-            raise ConfigError(f"path does not exist: {given}")
+            add(abs_given, shown, language)
     files.sort(key=lambda f: f.display)
-    return Discovery(files, skipped)
+    problems.sort()
+    return Discovery(files, skipped, problems)
 
 
-def _walk(top: str, shown_top: str, excluded) -> Iterable[tuple[str, str, str]]:
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+def _walk(top: str, shown_top: str, excluded, roots: "tuple[str, ...]") -> Iterable[tuple[str, str, "str | None", "str | None"]]:
+    """(absolute path, shown path, language, None) per file, or (path, shown, None, why) for what cannot
+    be checked (an unreadable folder)."""
+    errors: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False, onerror=errors.append):
+        while errors:
+            exc = errors.pop()
+            bad = exc.filename if isinstance(exc.filename, str) else dirpath
+            rel = os.path.relpath(bad, top)
+            yield bad, os.path.normpath(os.path.join(shown_top, rel)), None, f"cannot read directory: {exc.strerror or exc}"
         if "pyvenv.cfg" in filenames and dirpath != top:
             dirnames[:] = []
             continue
@@ -131,11 +232,22 @@ def _walk(top: str, shown_top: str, excluded) -> Iterable[tuple[str, str, str]]:
             abs_path = os.path.join(dirpath, name)
             if excluded(abs_path):
                 continue
-            # a dangling symlink or a link loop is not a file; skip it quietly
-            if os.path.islink(abs_path) and not os.path.isfile(abs_path):
+            # only regular files: a FIFO would block the read; a dangling link or a link loop is nothing.
+            # A link whose target leaves the project is not followed (its lines would be printed).
+            try:
+                if not stat.S_ISREG(os.stat(abs_path).st_mode):
+                    continue
+            except OSError:
+                continue
+            if os.path.islink(abs_path) and leaves_project(abs_path, roots):
                 continue
             shown = os.path.normpath(os.path.join(shown_top, rel_dir, name))
-            yield abs_path, shown, language
+            yield abs_path, shown, language, None
+    while errors:
+        exc = errors.pop()
+        bad = exc.filename if isinstance(exc.filename, str) else top
+        yield bad, os.path.normpath(os.path.join(shown_top, os.path.relpath(bad, top))), None, \
+            f"cannot read directory: {exc.strerror or exc}"
 
 
 def decode(data: bytes, language: str) -> str:

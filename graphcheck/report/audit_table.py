@@ -68,6 +68,9 @@ def case_table(result) -> Table:
 def _rich_table(table: Table, width: int | None) -> str:
     from rich.console import Console
     from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from graphcheck.report.escape import printable
 
     style = {"pass": "green", "expected": "green", "fail": "bold red", "skipped": "yellow"}
     buf = io.StringIO()
@@ -76,7 +79,9 @@ def _rich_table(table: Table, width: int | None) -> str:
     for col in table.columns:
         rt.add_column(col)
     for case, layer, status, detail in table.rows:
-        rt.add_row(case, layer, f"[{style.get(status, '')}]{status}[/]", detail)
+        # Text, not markup: a case named `merge[fp16]` or `bad[/]name` is shown as written
+        rt.add_row(Text(printable(case)), Text(layer), Text(status, style=style.get(status, "")),
+                   Text(printable(detail)))
     console.print(rt)
     console.print()
     return buf.getvalue()

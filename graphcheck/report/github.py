@@ -13,12 +13,15 @@ from typing import Sequence
 
 from graphcheck import rules
 from graphcheck.findings import Finding
+from graphcheck.report.escape import printable
 
 _COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Percent-encode ``%``, CR and LF (the workflow-command rules), then show any other control or bidi
+    character as a visible escape: an annotation is untrusted text in a CI log."""
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:

@@ -7,9 +7,10 @@ from functools import lru_cache
 
 @lru_cache(maxsize=256)
 def _lines(path: str) -> tuple[str, ...]:
+    from graphcheck.lint.files import read_regular
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(10 * 1024 * 1024)
+        data = read_regular(path, 10 * 1024 * 1024)  # never a FIFO or device: the read could block
     except OSError:
         return ()
     if b"\x00" in data[:8192]:

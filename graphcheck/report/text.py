@@ -15,41 +15,45 @@ from typing import Sequence
 
 from graphcheck.findings import Finding
 from graphcheck.report import source
+from graphcheck.report.escape import log_text, printable
 from graphcheck.report.summary import Summary, Table, counts_by_code, one_line
 
 _STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 
 
 def _header(f: Finding) -> str:
-    where = f"{f.path}:{f.line}:{f.col + 1}"
+    where = f"{printable(f.path)}:{f.line}:{f.col + 1}"
     extra = []
     if f.function:
-        extra.append(f"in {f.function}")
+        extra.append(f"in {printable(f.function)}")
     if f.case:
-        extra.append(f"case {f.case}")
+        extra.append(f"case {printable(f.case)}")
     if f.layer != "static":
         extra.append(f"{f.layer} layer")
     tail = f" ({', '.join(extra)})" if extra else ""
     label = " [expected]" if f.expected else ""
-    return f"{where} {f.code} [{f.severity.value}]{label} {f.message}{tail}"
+    return f"{where} {f.code} [{f.severity.value}]{label} {printable(f.message)}{tail}"
 
 
 def _snippet(f: Finding) -> list[tuple[str, bool]]:
     """Source lines with a gutter, and a caret line; (text, is_the_flagged_line)."""
-    rows = source.context(f.path, f.line) if f.line > 0 else []
+    # a file that could not be read or parsed as source (GC002) has no line worth showing
+    rows = source.context(f.path, f.line) if f.line > 0 and f.code != "GC002" else []
     if not rows:
         return []
     width = len(str(rows[-1][0]))
     out = []
     for n, text in rows:
-        out.append((f"  {str(n).rjust(width)} | {text}", n == f.line))
+        out.append((f"  {str(n).rjust(width)} | {printable(text)}", n == f.line))
         if n == f.line:
-            out.append((f"  {' ' * width} | {' ' * source.display_col(f.path, n, f.col)}^", False))
+            shown = printable(text[: source.display_col(f.path, n, f.col)])
+            out.append((f"  {' ' * width} | {' ' * len(shown)}^", False))
     return out
 
 
 def plain_table(table: Table) -> list[str]:
-    """A table as aligned plain-text lines (title, header, rows)."""
+    """A table as aligned plain-text lines (title, header, rows); cells made printable."""
+    table = _cells(table)
     widths = [len(c) for c in table.columns]
     for row in table.rows:
         widths = [max(w, len(str(cell))) for w, cell in zip(widths, row)]
@@ -57,6 +61,11 @@ def plain_table(table: Table) -> list[str]:
     lines = [table.title, fmt.format(*table.columns).rstrip()]
     lines += [fmt.format(*[str(c) for c in row]).rstrip() for row in table.rows]
     return lines
+
+
+def _cells(table: Table) -> Table:
+    """The table with every cell printable (case names and paths come from the user)."""
+    return Table(table.title, table.columns, [[printable(str(c)) for c in row] for row in table.rows])
 
 
 def _tables(findings: Sequence[Finding], summary: Summary | None) -> list[Table]:
@@ -110,7 +119,7 @@ def _render_plain(findings: Sequence[Finding], summary: Summary | None) -> str:
     if summary is not None:
         lines.extend(summary.notes)
     lines.append(one_line(findings, summary) if findings else "No findings.")
-    return "\n".join(lines) + "\n"
+    return log_text("\n".join(lines)) + "\n"
 
 
 def _render_rich(findings: Sequence[Finding], summary: Summary | None, width: int | None) -> str:
@@ -131,7 +140,7 @@ def _render_rich(findings: Sequence[Finding], summary: Summary | None, width: in
                 console.print(Text(f"  hint: {f.hint}", style="dim"))
             console.print()
             continue
-        head.append(f"{f.path}:{f.line}:{f.col + 1} ", style="bold")
+        head.append(f"{printable(f.path)}:{f.line}:{f.col + 1} ", style="bold")
         head.append(f.code, style=_STYLE[f.severity.value])
         head.append(f" [{f.severity.value}] ", style=_STYLE[f.severity.value])
         rest = _header(f).split(f"[{f.severity.value}] ", 1)[1]
@@ -147,10 +156,10 @@ def _render_rich(findings: Sequence[Finding], summary: Summary | None, width: in
         for col in table.columns:
             rt.add_column(col)
         for row in table.rows:
-            rt.add_row(*[str(c) for c in row])
+            rt.add_row(*[Text(printable(str(c))) for c in row])  # Text: never parsed as markup
         console.print(rt)
     for line in _stats(summary) + (summary.notes if summary else []):
-        console.print(Text(line, style="dim"))
+        console.print(Text(log_text(line), style="dim"))
     counted = [f for f in findings if not f.expected]
     if counted:
         console.print(Text(one_line(findings, summary), style="bold red" if any(

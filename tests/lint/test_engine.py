@@ -147,12 +147,16 @@ def test_unreadable_file(tree, monkeypatch):
     write(tree / "secret.py", "t.item()\n")
     write(tree / "ok.py", "t.item()\n")
 
-    def guarded_open(path, *args, **kwargs):  # a permission error, even when the tests run as root
+    from graphcheck.lint import files as files_mod
+
+    real_open = files_mod.open_regular
+
+    def guarded_open(path):  # a permission error, even when the tests run as root
         if str(path).endswith("secret.py"):
             raise PermissionError(13, "Permission denied", str(path))
-        return open(path, *args, **kwargs)
+        return real_open(path)
 
-    monkeypatch.setattr(engine, "open", guarded_open, raising=False)
+    monkeypatch.setattr(files_mod, "open_regular", guarded_open)
     result = lint_paths(["."], Config(root=tree), use_cache=False, jobs=1)
     assert summary(result) == [("ok.py", 1, "GC101"), ("secret.py", 1, "GC002")]
     assert "Permission denied" in result.findings[1].message
