@@ -125,9 +125,13 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
     """Build a Config from a parsed ``[tool.graphcheck]`` table, validating every key."""
     where_file = str(source) if source else "configuration"
     values: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
     for raw_key, value in table.items():
         key = raw_key.replace("_", "-")
         where = f"{where_file}: [tool.graphcheck] {raw_key}"
+        if key in spelled:
+            raise ConfigError(f"{where_file}: [tool.graphcheck] sets {key} twice ({spelled[key]!r} and {raw_key!r})")
+        spelled[key] = raw_key
         if key in ("select", "ignore"):
             values[key] = parse_selectors(value, where)
         elif key == "per-file-ignores":

@@ -40,6 +40,37 @@ def emit(report: str, output: "str | None", prog: str, written_note: str) -> boo
     return True
 
 
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds above zero (``-1``, ``0``, ``nan``, ``inf`` are errors)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds above 0, got {text!r}")
+    return value
+
+
+def output_problem(output: "str | None", inputs: "list[str]") -> "str | None":
+    """Why the report must not be written to ``output``: it would overwrite a source file (one of the
+    inputs, or any existing Python/C++ file). None when it is fine."""
+    if output is None:
+        return None
+    if not output:
+        return "--output: an empty file name"
+    from graphcheck.lint.files import language_of
+
+    target = os.path.realpath(output)
+    if os.path.exists(target) and language_of(target) is not None:
+        return f"--output {output} is a source file; refusing to overwrite it with the report"
+    for given in inputs:
+        if given and os.path.realpath(given) == target:
+            return f"--output {output} is one of the inputs; refusing to overwrite it with the report"
+    return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     from graphcheck import __version__
 

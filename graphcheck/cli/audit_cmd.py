@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, emit
+from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, emit, output_problem, positive_seconds
 from graphcheck.layers import GPU_CHOICES
 
 DESCRIPTION = """\
@@ -47,7 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="lowest severity that makes the exit code 1 (default: warning, or config fail-on)")
     p.add_argument("--examples", type=int, default=4, metavar="N",
                    help="input seeds per case whose launch plans are compared (default 4, at least 2)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=positive_seconds, default=120.0, metavar="SECONDS",
                    help="per-case limit for the capture layer (default 120)")
     p.add_argument("--no-lint", action="store_true", help="run the declared cases only, without the static lint")
     p.add_argument("--config", metavar="FILE", help="read [tool.graphcheck] settings from FILE")
@@ -89,6 +89,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.examples < 2:
         print("graphcheck audit: error: --examples must be at least 2", file=sys.stderr)
+        return EXIT_USAGE
+    problem = output_problem(args.output, args.targets)
+    if any(not t for t in args.targets):
+        problem = "an empty target was given"
+    if problem:
+        print(f"graphcheck audit: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     progress = _Progress()
     try:

@@ -119,10 +119,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"graphcheck ci: note: {changes.note}", file=sys.stderr)
 
     roots = []
+    repo = Path(os.path.realpath(changes.root))
     for given in args.paths:
+        if not given:
+            return _err("an empty path was given")
         if not os.path.exists(given):
             return _err(f"{given}: no such file or directory")
-        roots.append(Path(os.path.realpath(given)))
+        real = Path(os.path.realpath(given))
+        if real != repo and repo not in real.parents:
+            return _err(f"{given}: outside the repository ({changes.root}); nothing there can have changed")
+        roots.append(real)
     changed: list[Path] = []
     for rel in sorted(changes.files):
         path = changes.root / rel

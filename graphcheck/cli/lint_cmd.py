@@ -7,7 +7,7 @@ import os
 import shutil
 import sys
 
-from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, emit
+from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, emit, output_problem
 
 DESCRIPTION = """\
 Lint Python and CUDA C++ sources for CUDA-graph hazards without importing or
@@ -69,6 +69,11 @@ def run(args: argparse.Namespace) -> int:
     from graphcheck.report.summary import one_line
 
     try:
+        problem = output_problem(args.output, args.paths)
+        if problem:
+            raise config_mod.ConfigError(problem)
+        if any(not p for p in args.paths):
+            raise config_mod.ConfigError("an empty path was given")
         if args.config:
             config = config_mod.load_file(args.config)
         else:
