@@ -90,8 +90,10 @@ def test_audit_rich_table_keeps_bracketed_case_names():
     from graphcheck.audit import AuditResult, CaseResult, Target
     from graphcheck.report.audit_table import render_audit
 
+    from graphcheck.layers import LayerResult, LayerStatus
+
     class Report:
-        layers = {"trace": "pass"}
+        layers = {"trace": LayerResult(LayerStatus.PASS)}
         findings: list = []
 
     cases = [CaseResult(f"m.py::{n}", n, Report()) for n in ("merge[fp16]", "bad[/]name", "x[bold]y")]
