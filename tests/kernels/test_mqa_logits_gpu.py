@@ -18,26 +18,20 @@ from graphcheck.kernels import mqa_logits, paged_mqa_logits
 from graphcheck.kernels.mqa_logits import MqaConfig
 from graphcheck.kernels.paged_mqa_logits import PagedConfig
 
+import mqa_check
+from mqa_check import mqa_expected, paged_expected
+
 pytestmark = pytest.mark.gpu
 
 MAX_MODEL_LEN = 111000
 
 
-def diff(x: torch.Tensor, y: torch.Tensor, valid: torch.Tensor) -> float:
-    x = torch.where(valid, x.double(), 0.0)
-    y = torch.where(valid, y.double(), 0.0)
-    return float(1 - 2 * (x * y).sum() / (x * x + y * y).sum())
-
-
-def check_against(out: torch.Tensor, ref: torch.Tensor, cleaned: bool = True, bar: float = 1e-3) -> float:
-    valid = torch.isfinite(ref)
-    assert valid.any()
-    assert not torch.isnan(torch.where(valid, out, 0.0)).any()
-    d = diff(out, ref, valid)
-    assert d < bar, f"diff {d:.3g} >= {bar}"
-    if cleaned:
-        assert torch.equal(torch.isneginf(out), ~valid), "-inf mask differs from the validity mask"
-    return d
+def check_against(out: torch.Tensor, exp: mqa_check.Expected, cleaned: bool = True, bar: float = 1e-3) -> dict:
+    """Element-wise within the FP8 accumulation bound of the float64 answer, DeepGEMM's aggregate
+    below ``bar``, and (cleaned) the -inf mask; see ``mqa_check``. Prints the margins for the log."""
+    stats = mqa_check.check(out, exp, cleaned=cleaned, bar=bar)
+    print(f"worst error/tolerance {stats['worst_ratio']:.3g}  diff {stats['diff']:.3g}")
+    return stats
 
 
 def deepgemm_inputs(batch: int, next_n: int, avg: int, lens_2d: bool, seed: int = 0) -> dict:
@@ -52,10 +46,10 @@ DEEPGEMM = [(b, n, avg, l2) for (b, n) in ((64, 1), (64, 2), (128, 1)) for avg i
 @pytest.mark.parametrize("batch,next_n,avg,lens_2d", DEEPGEMM)
 def test_deepgemm_decode_shapes(batch, next_n, avg, lens_2d):
     inputs = deepgemm_inputs(batch, next_n, avg, lens_2d)
-    ref = fp8_paged_mqa_logits_reference(**inputs)
+    exp = paged_expected(inputs)
     out = torch.full((batch * next_n, MAX_MODEL_LEN), float("nan"), device="cuda")
     fp8_paged_mqa_logits(**inputs, out=out)
-    check_against(out, ref)
+    check_against(out, exp)
     bits = out.view(torch.int32).clone()
     for _ in range(20):
         again = torch.full_like(out, float("nan"))
@@ -64,15 +58,19 @@ def test_deepgemm_decode_shapes(batch, next_n, avg, lens_2d):
     # clean_logits=False: valid positions the same, nothing else written
     raw = torch.full_like(out, float("nan"))
     fp8_paged_mqa_logits(**inputs, clean_logits=False, out=raw)
-    valid = torch.isfinite(ref)
+    valid = exp.valid
+    check_against(raw, exp, cleaned=False)
     assert torch.equal(raw[valid].view(torch.int32), out[valid].view(torch.int32))
     assert torch.isnan(raw[~valid]).all()
 
 
 def test_deepgemm_decode_decoded_bytes_path():
     inputs = deepgemm_inputs(64, 2, 8192, False, seed=3)
-    ref = fp8_paged_mqa_logits_reference(**inputs)
-    check_against(fp8_paged_mqa_logits(**inputs, fp8_dot=False), ref)
+    exp = paged_expected(inputs)
+    check_against(fp8_paged_mqa_logits(**inputs, fp8_dot=False), exp)
+    raw = torch.full((128, MAX_MODEL_LEN), float("nan"), device="cuda")
+    fp8_paged_mqa_logits(**inputs, fp8_dot=False, clean_logits=False, out=raw)
+    check_against(raw, exp, cleaned=False)
 
 
 # An eighth of the full product of five two-valued knobs (d = a^b, e = a^c): every value of
@@ -85,9 +83,12 @@ SWEEP_PAGED = [PagedConfig(rows=(1, 2)[a], splits=(4, 16)[b], num_warps=(4, 8)[c
 @pytest.mark.parametrize("cfg", SWEEP_PAGED, ids=str)
 def test_paged_launch_variants(cfg):
     inputs = deepgemm_inputs(8, 2, 2048, False, seed=4)
-    ref = fp8_paged_mqa_logits_reference(**inputs)
-    check_against(fp8_paged_mqa_logits(**inputs, config=cfg), ref)
-    check_against(fp8_paged_mqa_logits(**inputs, config=cfg, clean_logits=False), ref, cleaned=False)
+    exp = paged_expected(inputs)
+    check_against(fp8_paged_mqa_logits(**inputs, config=cfg), exp)
+    raw = torch.full((16, MAX_MODEL_LEN), float("nan"), device="cuda")
+    fp8_paged_mqa_logits(**inputs, config=cfg, clean_logits=False, out=raw)
+    check_against(raw, exp, cleaned=False)
+    assert torch.isnan(raw[~exp.valid]).all()
 
 
 # The row-scoring and key-tile variants: each of split_rows and pair_blocks is on in four of
@@ -101,34 +102,33 @@ SWEEP_VARIANTS = [PagedConfig(rows=(2, 4)[a], splits=(4, 16)[b], num_warps=(4, 8
 def test_paged_row_and_tile_variants(cfg):
     # next_n 3: with rows 2 the second row tile has a row past next_n; with rows 4 one program holds all.
     inputs = deepgemm_inputs(8, 3, 2048, True, seed=10)
-    ref = fp8_paged_mqa_logits_reference(**inputs)
-    check_against(fp8_paged_mqa_logits(**inputs, config=cfg), ref)
+    exp = paged_expected(inputs)
+    check_against(fp8_paged_mqa_logits(**inputs, config=cfg), exp)
     raw = torch.full((8 * 3, MAX_MODEL_LEN), float("nan"), device="cuda")
     fp8_paged_mqa_logits(**inputs, config=cfg, clean_logits=False, out=raw)
-    check_against(raw, ref, cleaned=False)
-    assert torch.isnan(raw[~torch.isfinite(ref)]).all()
+    check_against(raw, exp, cleaned=False)
+    assert torch.isnan(raw[~exp.valid]).all()
 
 
 @pytest.mark.parametrize("avg,lens_2d", [(8192, False), (32768, True)])
 def test_deepgemm_next_n2_variants(avg, lens_2d):
     """The next_n = 2 decode shapes with each variant the benchmark sweeps, at its launch sizes."""
     inputs = deepgemm_inputs(64, 2, avg, lens_2d, seed=11)
-    ref = fp8_paged_mqa_logits_reference(**inputs)
+    exp = paged_expected(inputs)
     out = torch.empty(128, MAX_MODEL_LEN, device="cuda")
     for split_rows in (False, True):
         for pair in (False, True):
             cfg = PagedConfig(rows=2, splits=66, num_warps=4, num_stages=4, split_rows=split_rows, pair_blocks=pair)
             out.fill_(float("nan"))
             fp8_paged_mqa_logits(**inputs, config=cfg, out=out)
-            check_against(out, ref)
+            check_against(out, exp)
 
 
 @pytest.mark.parametrize("heads", [16, 32])
 @pytest.mark.parametrize("batch,next_n,ctx", [(1, 1, 128), (1, 1, 512), (2, 1, 256), (1, 4, 512)])
 def test_vllm_small_paged(batch, next_n, ctx, heads):
     inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, 128, 64, ctx, seed=5, device="cuda")
-    ref = fp8_paged_mqa_logits_reference(**inputs, compute_dtype=torch.float64)
-    check_against(fp8_paged_mqa_logits(**inputs), ref, bar=1e-4)
+    check_against(fp8_paged_mqa_logits(**inputs), paged_expected(inputs), bar=1e-4)
 
 
 # (B, next_n, H, D, block, max_model_len, lengths, 2-D, block stride)
@@ -146,28 +146,28 @@ def test_paged_edge_cases(edge):
     batch, next_n, heads, dim, bs, mml, lengths, lens_2d, stride = edge
     inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, dim, bs, mml, torch.tensor(lengths), seed=6,
                                           device="cuda", lens_2d=lens_2d, block_stride=stride)
-    ref = fp8_paged_mqa_logits_reference(**inputs, compute_dtype=torch.float64)
-    check_against(fp8_paged_mqa_logits(**inputs), ref, bar=1e-4)
-    check_against(fp8_paged_mqa_logits(**inputs, fp8_dot=False), ref, bar=1e-4)
+    exp = paged_expected(inputs)
+    check_against(fp8_paged_mqa_logits(**inputs), exp, bar=1e-4)
+    check_against(fp8_paged_mqa_logits(**inputs, fp8_dot=False), exp, bar=1e-4)
 
 
 @pytest.mark.parametrize("heads", [16, 32])
 @pytest.mark.parametrize("m,n", [(64, 64), (128, 256), (256, 512)])
 def test_vllm_small_mqa(m, n, heads):
     inputs = mqa_logits.make_inputs(m, n, heads, 128, seed=7, device="cuda", causal=False)
-    ref = fp8_mqa_logits_reference(**inputs, compute_dtype=torch.float64)
-    check_against(fp8_mqa_logits(**inputs), ref, bar=1e-4)
-    check_against(fp8_mqa_logits(**inputs, fp8_dot=False), ref, bar=1e-4)
+    exp = mqa_expected(inputs)
+    check_against(fp8_mqa_logits(**inputs), exp, bar=1e-4)
+    check_against(fp8_mqa_logits(**inputs, fp8_dot=False), exp, bar=1e-4)
 
 
 @pytest.mark.parametrize("skv", [8192, 32768])
 def test_deepgemm_prefill_shape(skv):
     inputs = mqa_logits.make_inputs(2048, skv, 64, 128, seed=8, device="cuda", start_frac=0.0)
-    ref = fp8_mqa_logits_reference(**inputs)
+    exp = mqa_expected(inputs)
     out = torch.full((2048, skv), float("nan"), device="cuda")
     fp8_mqa_logits(**inputs, out=out)
-    check_against(out, ref)
-    del ref
+    check_against(out, exp)
+    del exp
     bits = out.view(torch.int32).clone()
     for _ in range(20):
         fp8_mqa_logits(**inputs, out=out)
@@ -181,11 +181,12 @@ SWEEP_MQA = [MqaConfig(block_m=(2, 4)[a], block_n=(64, 128)[b], splits=1 + b, nu
 @pytest.mark.parametrize("cfg", SWEEP_MQA, ids=str)
 def test_mqa_launch_variants(cfg):
     inputs = mqa_logits.make_inputs(200, 1000, 64, 128, seed=9, device="cuda", causal=False)
-    ref = fp8_mqa_logits_reference(**inputs)
-    check_against(fp8_mqa_logits(**inputs, config=cfg), ref)
+    exp = mqa_expected(inputs)
+    check_against(fp8_mqa_logits(**inputs, config=cfg), exp)
     raw = torch.full((200, 1000), float("nan"), device="cuda")
     fp8_mqa_logits(**inputs, config=cfg, clean_logits=False, out=raw)
-    assert torch.isnan(raw[~torch.isfinite(ref)]).all()
+    check_against(raw, exp, cleaned=False)
+    assert torch.isnan(raw[~exp.valid]).all()
 
 
 def _capture_and_replay(fn, make, outputs_of, bitwise=True):
@@ -219,17 +220,39 @@ def _capture_and_replay(fn, make, outputs_of, bitwise=True):
 def test_paged_capture_replays_new_lengths_and_blocks(lens_2d):
     make = lambda seed: paged_mqa_logits.make_inputs(4, 2, 64, 128, 64, 5000, seed=seed, device="cuda",  # noqa: E731
                                                      lens_2d=lens_2d)
-    _capture_and_replay(fp8_paged_mqa_logits, make, lambda i: fp8_paged_mqa_logits_reference(**i))
+    _capture_and_replay(fp8_paged_mqa_logits, make, paged_expected)
 
 
 def test_mqa_capture_replays_new_ranges():
     make = lambda seed: mqa_logits.make_inputs(96, 700, 64, 128, seed=seed, device="cuda", causal=False)  # noqa: E731
-    _capture_and_replay(fp8_mqa_logits, make, lambda i: fp8_mqa_logits_reference(**i))
+    _capture_and_replay(fp8_mqa_logits, make, mqa_expected)
 
 
 def test_references_capture():
     make = lambda seed: paged_mqa_logits.make_inputs(3, 2, 16, 64, 16, 300, seed=seed, device="cuda")  # noqa: E731
-    _capture_and_replay(fp8_paged_mqa_logits_reference, make, lambda i: fp8_paged_mqa_logits_reference(**i),
-                        bitwise=False)
+    _capture_and_replay(fp8_paged_mqa_logits_reference, make, paged_expected, bitwise=False)
     make = lambda seed: mqa_logits.make_inputs(40, 90, 16, 64, seed=seed, device="cuda", causal=False)  # noqa: E731
-    _capture_and_replay(fp8_mqa_logits_reference, make, lambda i: fp8_mqa_logits_reference(**i), bitwise=False)
+    _capture_and_replay(fp8_mqa_logits_reference, make, mqa_expected, bitwise=False)
+
+
+@pytest.mark.parametrize("how", mqa_check.CORRUPTIONS)
+def test_check_fails_a_kernel_output_with_one_broken_block(how):
+    """The deliberately broken kernel: at DeepGEMM's decode shape (where the aggregate metric alone
+    let one wrong 64-key block through), one block of one row is zeroed, sign-flipped, or read from
+    the neighbouring page (the kernel rerun on a block table pointing that block one page on).
+    The element-wise check must raise; the real output must pass."""
+    inputs = deepgemm_inputs(64, 1, 8192, False)
+    exp = paged_expected(inputs)
+    out = fp8_paged_mqa_logits(**inputs)
+    check_against(out, exp)
+    row = int(exp.valid.sum(1).argmax())
+    block = int(exp.valid[row].sum()) // mqa_check.BLOCK // 2
+    neighbour = None
+    if how == "neighbour_page":
+        neighbour = fp8_paged_mqa_logits(**mqa_check.neighbour_page_inputs(inputs, row, block))
+    bad = mqa_check.corrupt_block(out, exp, row, block, how, neighbour)
+    # for the record: what the aggregate-only check of before would have seen
+    print(f"{how}: row {row} block {block}: aggregate diff {mqa_check.aggregate_diff(bad, exp.ref, exp.valid):.3g}")
+    with pytest.raises(AssertionError, match="valid positions differ from the float64 reference") as caught:
+        mqa_check.check(bad, exp)
+    print(f"{how}: check raised: {caught.value}")
