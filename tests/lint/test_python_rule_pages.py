@@ -42,6 +42,7 @@ def test_page_example_fires_where_marked(code):
 def test_page_fix_is_quiet_for_its_rule(code):
     page = (DOCS / f"{code}.md").read_text()
     fixes = _BLOCK.findall(page.split("## Fix", 1)[1])
+    assert fixes, f"{code}.md has no python block under ## Fix"
     for block in fixes:
         source = "import torch\nimport triton\nimport triton.language as tl\n" + block
         # Setup code (`__init__`) is allowed to do what the capture path must not.
