@@ -11,7 +11,8 @@ import inspect
 import pytest
 
 from graphcheck.capture import check_capture
-from graphcheck.expectations import owed_by
+from graphcheck.expectations import can_report, owed_by
+from graphcheck.findings import Severity
 from graphcheck.lint.suppress import expect_markers
 
 from capture_helpers import load_module
@@ -92,6 +93,19 @@ def test_bad_case_reports_rule_and_line(results, case_name, code, module, functi
     assert any(f.line == line and f.path == fn.__code__.co_filename for f in hits), (
         f"{code} reported at the wrong line (expected {line}):\n{_describe(hits)}")
     assert all(f.layer == "capture" and f.case == case_name for f in findings)
+    # nothing else: every capture finding of the case is one its markers allow, and every marker
+    # owed by the capture layer is met (as the trace-layer zoo test asserts for its layer)
+    path = fn.__code__.co_filename
+    got = {(f.code, f.path, f.line) for f in findings if f.severity != Severity.INFO}
+    if marker == "def":
+        # the escaped kernel is the one that writes `out`: replay may also see `out` unwritten (GC505)
+        assert (code, path, line) in got and {c for c, _, _ in got} <= {code, "GC505"}, _describe(findings)
+        assert [f.code for f in findings].count(code) == 1, _describe(findings)
+        return
+    markers = expect_markers(open(path, encoding="utf-8").read(), "python")
+    owed = {(e.code, path, ln) for ln, es in markers.items() for e in es if owed_by(e, "capture", "python")}
+    allowed = {(e.code, path, ln) for ln, es in markers.items() for e in es if can_report(e, "capture", "python")}
+    assert owed <= got <= allowed, f"owed {sorted(owed)}, allowed {sorted(allowed)}, got:\n{_describe(findings)}"
 
 
 def test_legacy_stream_empty_graph_names_the_kernel(results):
@@ -175,8 +189,7 @@ def test_in_process_for_a_case_defined_here():
 
     findings, skipped = check_capture(graphcheck.Case("local_bad", total_bad, inputs, outputs=["out"]))
     assert any("isolation skipped" in s for s in skipped)
-    (f,) = [f for f in findings if f.code == "GC101"]
-    assert f.line == _marker_line(total_bad, "GC101")
+    assert [(f.code, f.line) for f in findings] == [("GC101", _marker_line(total_bad, "GC101"))], _describe(findings)
     torch.cuda.synchronize()  # the process is still usable after the failed capture,
     assert torch.randn(4, device="cuda").isfinite().all()  # its default CUDA generator included
 

@@ -181,9 +181,16 @@ def test_in_place_into_prefix_output():
     torch.testing.assert_close(args["output"].double(), ref_out, atol=1e-3, rtol=1e-3)
 
 
-def test_empty_inputs_are_a_no_op():
+def test_empty_inputs_are_a_no_op(monkeypatch):
+    calls = _record_launches(monkeypatch)
     args = make_inputs(0, 3, 64, torch.float16, "nh", seed=0, device=DEVICE)
+    before = args["output"].untyped_storage().tolist() if DEVICE == "cpu" else None
     run(args, lse_layout="nh")
+    assert calls == []  # nothing launched for N = 0
+    assert args["output"].shape == (0, 3, 64) and args["output_lse"].shape == (0, 3)
+    if before is not None:  # the output's storage (only padding here) is untouched
+        assert args["output"].untyped_storage().tolist() == before
+    assert padding_untouched(args["output"])
 
 
 # ----------------------------------------------------------------------------- LSE layout selection
