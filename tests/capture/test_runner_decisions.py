@@ -151,3 +151,74 @@ def test_an_op_on_a_joined_capturing_side_stream_is_quiet(monkeypatch):
 def test_an_empty_graph_is_gc204_only_when_the_case_launches(monkeypatch, eager, code):
     run = _inspect(monkeypatch, [], eager)
     assert _codes(run) == code
+
+
+# ----------------------------------------------------------------------------- blame and the baked-value codes
+
+
+class _Ev:
+    def __init__(self, code, line):
+        self.op, self.code, self.path, self.line, self.function, self.detail = "aten::op", code, "/src/ops.py", line, "f", ""
+
+
+def _failure(message):
+    try:
+        try:
+            raise RuntimeError(message)
+        except RuntimeError:
+            raise RuntimeError("CUDA error: operation failed due to a previous error during capture")
+    except RuntimeError as exc:
+        return exc
+
+
+HOST_SYNC_CODES = ["GC101", "GC102", "GC103", "GC104", "GC105", "GC106", "GC107", "GC108", "GC109", "GC110",
+                   "GC111", "GC112"]
+
+
+@pytest.mark.parametrize("code", HOST_SYNC_CODES)
+def test_a_failed_capture_is_blamed_on_the_sync_op_the_recorder_saw(code):
+    rec = NullRecorder()
+    rec.sync_events = [_Ev(code, 42)]
+    run = CaptureRun(_case())
+    run._blame(_failure("CUDA error: operation not permitted when stream is capturing"), rec, Watch())
+    (f,) = run.findings
+    assert (f.code, f.path, f.line, f.layer) == (code, "/src/ops.py", 42, "capture")
+
+
+def test_a_failed_capture_with_no_sync_op_is_not_blamed_on_one():
+    # error 900 with no op seen: the generic sync-op code at the case's function, not an op's code
+    run = CaptureRun(_case())
+    run._blame(_failure("CUDA error: operation not permitted when stream is capturing"), NullRecorder(), Watch())
+    (f,) = run.findings
+    assert f.code == "GC112" and f.evidence.get("op") is None and f.path != "/src/ops.py"
+    # error 901 alone: nothing to blame, GC207
+    run = CaptureRun(_case())
+    run._blame(_failure("CUDA error: unknown error"), NullRecorder(), Watch())
+    (f,) = run.findings
+    assert f.code == "GC207"
+
+
+@pytest.mark.parametrize("argument,code", [("grid", "GC401"), ("scalars:n", "GC402"), ("constexprs:B", "GC403"),
+                                           ("<launch sequence>", "GC405"), (None, "GC406")])
+def test_a_replay_mismatch_is_named_by_the_launch_argument_that_was_baked(monkeypatch, argument, code):
+    from graphcheck.capture.replay import compare
+
+    diff = None if argument is None else {"argument": argument, "kernel": "k", "captured": 1, "eager": 2}
+    loc = Location("/src/ops.py", 9, "launch")
+    monkeypatch.setattr(CaptureRun, "_baked_launch", lambda self, seed, rec: (loc if diff else None, diff))
+    run = CaptureRun(_case())
+    run._report_mismatch(compare("out", torch.ones(4), torch.zeros(4), 0.0, 0.0), 3, NullRecorder())
+    (f,) = run.findings
+    assert f.code == code and f.evidence["seed"] == 3
+    if diff:
+        assert (f.path, f.line) == ("/src/ops.py", 9) and argument in f.message
+
+
+@pytest.mark.parametrize("argument,code", [("scalars:n", "GC402"), ("<launch sequence>", "GC405"), (None, "GC004")])
+def test_a_host_value_that_cannot_be_replayed_is_named_by_where_it_lands(monkeypatch, argument, code):
+    diff = None if argument is None else {"argument": argument, "kernel": "k", "captured": 1, "eager": 2}
+    monkeypatch.setattr(CaptureRun, "_baked_launch", lambda self, seed, rec: (None, diff))
+    run = CaptureRun(_case())
+    run._report_host_values(["argument 'n' is a host int that changes"], 2, NullRecorder())
+    (f,) = run.findings
+    assert f.code == code

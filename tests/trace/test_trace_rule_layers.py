@@ -210,3 +210,32 @@ def test_capture_worker_reports_gc003_for_a_failed_run_and_gc005_for_a_failed_lo
         run, load = worker._internal("c", exc, "capture"), worker._internal("c", exc, "load")
     assert (run["code"], run["layer"]) == ("GC003", "capture")
     assert load["code"] == "GC005"
+
+
+# ----------------------------------------------------------------------------- GC408 / GC409 decision
+
+
+class _Launch:
+    def __init__(self, compiled, kernel="k", line=10, autotuned=False):
+        self.compiled, self.kernel, self.line, self.autotuned = compiled, kernel, line, autotuned
+        self.path, self.function, self.constexprs, self.scalars = "ops.py", "launch", {}, {}
+
+
+class _Rec:
+    def __init__(self, *launches):
+        self.launches = list(launches)
+
+
+def test_first_call_compile_is_gc408_and_second_call_compile_is_gc409():
+    from graphcheck.trace.runner import _compile_findings
+
+    got = _compile_findings(_Rec(_Launch(True), _Launch(True, autotuned=True, kernel="t", line=12)),
+                            _Rec(_Launch(True)), _case())
+    assert sorted((f.code, f.line) for f in got) == [("GC408", 10), ("GC408", 12), ("GC409", 10)]
+    assert any("autotuned on its first call" in f.message for f in got)
+
+
+def test_warmed_kernels_give_neither_gc408_nor_gc409():
+    from graphcheck.trace.runner import _compile_findings
+
+    assert _compile_findings(_Rec(_Launch(False), _Launch(None)), _Rec(_Launch(False)), _case()) == []
