@@ -57,7 +57,8 @@ def test_partly_poison_is_not_poison_only():
 def test_shape_or_dtype_change_is_a_mismatch():
     m = compare("o", torch.zeros(3), torch.zeros(4), 0, 0)
     assert m is not None and "(3,)" in m.detail and "(4,)" in m.detail
-    assert compare("o", torch.zeros(3, dtype=torch.float64), torch.zeros(3), 0, 0) is not None
+    m = compare("o", torch.zeros(3, dtype=torch.float64), torch.zeros(3), 0, 0)
+    assert m is not None and m.detail == "replay gave (3,) torch.float64, eager gave (3,) torch.float32"
 
 
 def test_poison_float_and_bool():

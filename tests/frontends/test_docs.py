@@ -63,7 +63,9 @@ def test_page_examples_run_as_shown(page, tmp_path):
         for i, command in enumerate(commands):
             proc = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,
                                   timeout=300)
-            if i == len(commands) - 1:
+            if i < len(commands) - 1:
+                assert proc.returncode == 0, (command, proc.stdout[-3000:], proc.stderr[-3000:])
+            else:
                 assert proc.returncode == exit_code, (command, proc.stdout[-3000:], proc.stderr[-3000:])
                 assert _matches(shown, proc.stdout.splitlines()), (command, proc.stdout[-5000:])
 
@@ -102,6 +104,11 @@ def test_the_guide_index_links_every_page():
     index = (ROOT / "docs" / "index.md").read_text()
     for page in PAGES + ["cases.md", "capture.md"]:
         assert f"(guide/{page})" in index
+
+
+def test_pages_with_runnable_examples_keep_them():
+    """A page that loses its run markers would silently drop out of the example test above."""
+    assert {"lint.md", "audit.md", "pytest.md"} <= {p for p in PAGES if _examples(p)[1]}
 
 
 def test_output_matcher():

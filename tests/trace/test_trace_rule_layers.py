@@ -184,9 +184,10 @@ def test_a_failure_inside_the_capture_layer_is_gc003(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("capture machinery bug")
 
-    monkeypatch.setattr(api, "_cuda_available", lambda: True)
     monkeypatch.setattr(capture, "check_capture", broken)
-    report = graphcheck.check(_case(), gpu="auto", layers=("capture",))
+    report = api.Report(case="fine")
+    # the layer as check() runs it on a CUDA machine (cuda=True), with the capture machinery broken
+    api._run_capture_layer(_case(), "auto", True, 2, 30.0, False, report)
     (f,) = report.findings
     assert (f.code, f.layer, report.layers["capture"]) == ("GC003", "capture", "fail")
 
