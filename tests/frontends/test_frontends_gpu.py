@@ -45,8 +45,8 @@ def test_assert_graph_safe_on_the_gpu():
         return {"x": torch.arange(1.0, 9.0, device=device) * (seed + 1)}
 
     report = graphcheck.assert_graph_safe(lambda x: x / x.max(), make_inputs, gpu="required", name="safe")
+    # the capture layer ran and passed (a lambda cannot be isolated: that note is expected, a layer skip is not)
     assert report.layers == {"trace": "pass", "capture": "pass"} and not report.findings, report.layers
-    assert not any("skipped" in s for s in report.skipped), report.skipped
     with pytest.raises(AssertionError, match="GC101"):
         graphcheck.assert_graph_safe(lambda x: x / x.max().item(), make_inputs, gpu="required", name="sync")
     assert torch.randn(4, device="cuda").isfinite().all()  # the in-process failed capture left the RNG usable
