@@ -76,6 +76,9 @@ def check(case: Case, gpu: "str | GpuMode" = "auto", examples: int = 4, timeout:
     if not isinstance(case, Case):
         raise TypeError(f"check() takes a graphcheck.Case, got {type(case).__name__}")
     mode = GpuMode.parse(gpu)
+    from graphcheck.extras import require_torch
+
+    require_torch("graphcheck.check (the trace and capture layers)")
     cuda = mode.use_cuda()
     if isinstance(layers, str):
         layers = (layers,)  # layers="trace", not the letters of "trace"

@@ -12,7 +12,6 @@ or capture layer owed and did not meet are GC008 (:func:`verify_expectations`).
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
 import time
 from pathlib import Path
@@ -20,25 +19,12 @@ from typing import Callable, Sequence
 
 from graphcheck.findings import Finding, at_or_above
 from graphcheck.layers import GPU_CHOICES, GpuMode, cuda_available  # noqa: F401  (GPU_CHOICES: re-exported)
-
-CASE_MARKERS = ("GRAPHCHECK_CASES", "graphcheck_cases")
-_SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", "build", "dist",
-                        ".tox", ".nox", ".eggs", ".graphcheck_cache", ".pytest_cache", "site-packages"})
-
-
-class TargetError(Exception):
-    """A target that is neither an importable module, nor a file, nor a directory."""
-
-
-@dataclasses.dataclass
-class Target:
-    """What one command-line target stands for."""
-
-    given: str
-    lint_paths: list[str]
-    #: things :func:`graphcheck.discovery.discover` accepts: module names or file paths
-    case_sources: list[str]
-
+# target resolution lives in graphcheck.targets; these names stay importable from here
+from graphcheck.targets import (  # noqa: F401
+    CASE_MARKERS, Target, TargetError, case_source_for_file, declares_cases, module_name_for_file,
+)
+from graphcheck.targets import display as _display
+from graphcheck.targets import resolve as resolve_target
 
 @dataclasses.dataclass
 class CaseResult:
@@ -72,142 +58,6 @@ class AuditResult:
         return fail_on != "never" and bool(at_or_above(self.findings, fail_on))
 
 
-# --- what a target means ---------------------------------------------------------------
-
-
-def declares_cases(path: "str | os.PathLike[str]") -> bool:
-    """Whether a Python file mentions a case declaration (a text check; nothing is imported)."""
-    from graphcheck.lint.files import read_regular
-
-    try:  # a FIFO or device named *.py is not a module; reading it could block forever
-        text = read_regular(os.fspath(path)).decode("utf-8", errors="replace")
-    except OSError:
-        return False
-    return any(marker in text for marker in CASE_MARKERS)
-
-
-def _python_files(root: Path) -> list[Path]:
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames
-                             if d not in _SKIP_DIRS and not d.startswith(".")
-                             and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg")))
-        out += [Path(dirpath) / n for n in sorted(filenames) if n.endswith(".py")]
-    return out
-
-
-def _package_dir_map(root: Path) -> dict[str, Path]:
-    """``[tool.setuptools.package-dir]`` of the pyproject.toml in ``root`` (package name -> folder)."""
-    pyproject = root / "pyproject.toml"
-    if not pyproject.is_file():
-        return {}
-    try:
-        from graphcheck.config import tomllib
-
-        with open(pyproject, "rb") as fh:
-            data = tomllib.load(fh)
-        mapping = data.get("tool", {}).get("setuptools", {}).get("package-dir", {})
-    except Exception:
-        return {}
-    return {name: (root / folder).resolve() for name, folder in mapping.items() if isinstance(folder, str)}
-
-
-def _origin_is(name: str, path: Path) -> bool:
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError, AttributeError):
-        return False
-    return bool(spec and spec.origin) and os.path.realpath(spec.origin) == os.path.realpath(path)
-
-
-def module_name_for_file(path: "str | os.PathLike[str]") -> str | None:
-    """The dotted name that imports ``path``, when it lies in an importable package.
-
-    Files inside a package (a folder with ``__init__.py``) must be imported by
-    name so that their relative imports work. The name is found from the chain
-    of ``__init__.py`` folders, or from a ``[tool.setuptools.package-dir]``
-    mapping in a ``pyproject.toml`` above the file, and kept only when importing
-    it would load this very file. None for a standalone file.
-    """
-    path = Path(path).resolve()
-    if not (path.parent / "__init__.py").is_file():
-        return None
-    parts = [] if path.name == "__init__.py" else [path.stem]
-    folder = path.parent
-    while (folder / "__init__.py").is_file():
-        parts.insert(0, folder.name)
-        folder = folder.parent
-    candidates = [".".join(parts)]
-    for root in (path.parent, *path.parents):
-        for package, mapped in _package_dir_map(root).items():
-            try:
-                rest = path.relative_to(mapped)
-            except ValueError:
-                continue
-            tail = list(rest.with_suffix("").parts)
-            if tail and tail[-1] == "__init__":
-                tail.pop()
-            candidates.insert(0, ".".join([p for p in package.split(".") if p] + tail))
-        if (root / "pyproject.toml").is_file():
-            break
-    for name in candidates:
-        if name and _origin_is(name, path):
-            return name
-    return None
-
-
-def _case_source_for_file(path: Path) -> str:
-    return module_name_for_file(path) or str(path)
-
-
-def resolve_target(given: str) -> Target:
-    """Turn a command-line target into files to lint and sources of cases."""
-    path = Path(given)
-    if path.is_dir():
-        files = [p for p in _python_files(path) if declares_cases(p)]
-        return Target(given, [given], [_case_source_for_file(p) for p in files])
-    if path.is_file():
-        sources = [_case_source_for_file(path)] if path.suffix == ".py" and declares_cases(path) else []
-        return Target(given, [given], sources)
-    if os.path.lexists(path) and os.path.exists(path):  # a FIFO or device: lint reports it (GC002)
-        return Target(given, [given], [])
-    if given.endswith(".py") or os.sep in given or "/" in given:
-        raise TargetError(f"{given}: no such file or directory")
-    try:
-        spec = importlib.util.find_spec(given)
-    except (ImportError, ValueError) as exc:
-        raise TargetError(f"{given}: cannot find module ({type(exc).__name__}: {exc})") from None
-    if spec is None:
-        raise TargetError(f"{given}: not a file, a directory or an importable module")
-    if spec.submodule_search_locations:
-        lint, sources = [], []
-        for location in spec.submodule_search_locations:
-            base = Path(location)
-            lint.append(_display(base))
-            for p in _python_files(base):
-                if not declares_cases(p):
-                    continue
-                rel = p.relative_to(base).with_suffix("").parts
-                if rel and rel[-1] == "__init__":
-                    rel = rel[:-1]
-                sources.append(".".join((given, *rel)))
-        return Target(given, lint, sources)
-    if not spec.origin or not os.path.isfile(spec.origin):
-        raise TargetError(f"{given}: module has no source file to check")
-    sources = [given] if declares_cases(spec.origin) else []
-    return Target(given, [_display(Path(spec.origin))], sources)
-
-
-def _display(path: Path) -> str:
-    """Relative to the working directory when under it (reports read better)."""
-    try:
-        if Path(path).resolve().is_relative_to(Path.cwd().resolve()):
-            return os.path.relpath(path).replace(os.sep, "/")
-    except (ValueError, OSError):
-        pass
-    return str(path)
-
-
 # --- running --------------------------------------------------------------------------
 
 
@@ -233,6 +83,10 @@ def run_cases(sources: Sequence[str], gpu: str = "auto", examples: int = 4, time
     from graphcheck.discovery import discover
 
     mode = check_gpu_mode(gpu)
+    if sources:
+        from graphcheck.extras import require_torch
+
+        require_torch("running the declared cases")
     declared = []
     problems: list[Finding] = []
     for source in sources:

@@ -30,8 +30,6 @@ from graphcheck import rules
 from graphcheck.case import Case
 from graphcheck.findings import Finding
 
-_MARKERS = ("GRAPHCHECK_CASES", "graphcheck_cases")
-_SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox", ".eggs"}
 
 
 class CaseDeclarationError(Exception):
@@ -166,20 +164,9 @@ def cases_of(module: ModuleType, source: str) -> Discovery:
 
 
 def _candidate_files(root: Path) -> list[Path]:
-    files = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            if not name.endswith(".py"):
-                continue
-            path = Path(dirpath) / name
-            try:
-                text = path.read_text("utf-8", errors="replace")
-            except OSError:
-                continue
-            if any(marker in text for marker in _MARKERS):
-                files.append(path)
-    return files
+    from graphcheck.targets import case_files
+
+    return case_files(root)
 
 
 def discover(target: str | os.PathLike, interpret: bool | None = None) -> Discovery:

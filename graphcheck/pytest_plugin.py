@@ -31,8 +31,6 @@ LAYERS = ("trace", "capture")
 _GPU_CHOICES = GPU_CHOICES
 #: test folders hold test helpers (cases that hang or crash on purpose), not the project's kernels
 _TEST_DIRS = frozenset({"tests", "test", "testing"})
-_SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", "build", "dist",
-                        ".tox", ".nox", ".eggs", ".graphcheck_cache", ".pytest_cache", "site-packages"})
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -91,23 +89,18 @@ def _is_test_file(path: Path, config: pytest.Config) -> bool:
 
 def _default_sources(config: pytest.Config) -> list[str]:
     """Files under the rootdir that textually declare cases (nothing imported to find them)."""
-    from graphcheck.audit import _case_source_for_file, declares_cases
+    from graphcheck.targets import case_files, case_source_for_file
 
-    root = Path(config.rootpath)
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames
-                             if d not in _SKIP_DIRS and d not in _TEST_DIRS and not d.startswith(".")
-                             and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg")))
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            if name.endswith(".py") and not _is_test_file(path, config) and declares_cases(path):
-                found.append(_case_source_for_file(path))
-    return found
+    def skip(path: str) -> bool:
+        p = Path(path)
+        return p.name in _TEST_DIRS if os.path.isdir(path) else _is_test_file(p, config)
+
+    return [case_source_for_file(p) for p in case_files(Path(config.rootpath), skip=skip)]
 
 
 def _configured_sources(config: pytest.Config) -> list[str]:
-    from graphcheck.audit import TargetError, resolve_target
+    from graphcheck.targets import TargetError
+    from graphcheck.targets import resolve as resolve_target
 
     given: list[str] = []
     for value in config.getoption("graphcheck_paths") or config.getini("graphcheck_paths"):
@@ -141,6 +134,12 @@ class GraphcheckFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         from graphcheck.discovery import discover
+        from graphcheck.extras import MissingExtra, require_torch
+
+        try:
+            require_torch("pytest --graphcheck")
+        except MissingExtra as exc:
+            raise pytest.UsageError(str(exc)) from None
 
         interpret = True if _gpu_mode(self.config) == "off" else None
         found = discover(self.source, interpret=interpret)

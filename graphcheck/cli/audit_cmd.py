@@ -96,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"graphcheck audit: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    from graphcheck.targets import add_cwd_to_path
+
+    add_cwd_to_path()  # `graphcheck audit my_pkg.ops` finds my_pkg in the working directory, as `python -m` would
     progress = _Progress()
     try:
         config = config_mod.load_file(args.config) if args.config else None

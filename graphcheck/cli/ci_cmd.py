@@ -102,13 +102,16 @@ def step_summary(findings, n_files: int, n_cases: int, base: str, sarif: str | N
 def run(args: argparse.Namespace) -> int:
     from graphcheck import config as config_mod
     from graphcheck import gitdiff
-    from graphcheck.audit import AuditResult, Target, _case_source_for_file, declares_cases, run_cases
+    from graphcheck.audit import AuditResult, run_cases
+    from graphcheck.targets import Target, add_cwd_to_path, case_source_for_file, declares_cases
     from graphcheck.audit import verify_expectations
     from graphcheck.findings import at_or_above
     from graphcheck.lint.engine import lint_paths
     from graphcheck.lint.files import language_of
     from graphcheck.report import render
     from graphcheck.report.audit_table import render_audit, to_dict
+
+    add_cwd_to_path()  # kernel modules in the working directory import as they would under `python -m`
 
     started = time.perf_counter()
     try:
@@ -157,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             # shown as audit shows them: relative to the working directory
             result.cases, result.discovery_findings = run_cases(
-                [_case_source_for_file(Path(os.path.relpath(p))) for p in kernel_files], gpu=args.gpu)
+                [case_source_for_file(Path(os.path.relpath(p))) for p in kernel_files], gpu=args.gpu)
         except (RuntimeError, ValueError) as exc:
             return _err(str(exc))
         verify_expectations(result)

@@ -1,9 +1,10 @@
 """Which files ``graphcheck lint`` reads: discovery under the paths it is given.
 
-Directories are walked recursively without following symlinked directories (so
-a symlink loop cannot trap the walk). Version-control folders, virtual
-environments (any folder holding ``pyvenv.cfg``), build and cache folders are
-skipped, as are paths matching the configured ``exclude`` globs. A file named
+Directories are walked with :func:`graphcheck.targets.walk`, the walk every
+front-end shares: symlinked directories are not followed (so a symlink loop
+cannot trap it), and version-control folders, virtual environments (any folder
+holding ``pyvenv.cfg``), hidden, build and cache folders are skipped, as are
+paths matching the configured ``exclude`` globs. A file named
 explicitly on the command line is linted even inside a skipped folder, but the
 configured ``exclude`` globs still apply to it, so a CI job that passes changed
 files one by one honours the project's exclusions. Python stubs (``.pyi``) hold
@@ -29,15 +30,13 @@ import stat
 import tokenize
 from typing import Iterable, Sequence
 
+from graphcheck import targets
 from graphcheck.config import Config, ConfigError
 
 PYTHON_SUFFIXES = frozenset({".py"})
 CPP_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp", ".hh"})
 
-SKIP_DIRS = frozenset({
-    ".git", ".hg", ".svn", ".venv", "build", "dist", "__pycache__", ".tox", ".nox", ".mypy_cache",
-    ".pytest_cache", ".ruff_cache", "node_modules", ".graphcheck_cache", ".eggs",
-})
+SOURCE_SUFFIXES = PYTHON_SUFFIXES | CPP_SUFFIXES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,10 +117,6 @@ def display_path(path: str, given: str, cwd: str) -> str:
     else:
         shown = given
     return shown.replace(os.sep, "/")
-
-
-def _skip_dir(name: str) -> bool:
-    return name in SKIP_DIRS or name.endswith(".egg-info")
 
 
 class _Excluder:
@@ -214,40 +209,25 @@ def _walk(top: str, shown_top: str, excluded, roots: "tuple[str, ...]") -> Itera
     """(absolute path, shown path, language, None) per file, or (path, shown, None, why) for what cannot
     be checked (an unreadable folder)."""
     errors: list[OSError] = []
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=False, onerror=errors.append):
+
+    def problems() -> Iterable[tuple[str, str, None, str]]:
         while errors:
             exc = errors.pop()
-            bad = exc.filename if isinstance(exc.filename, str) else dirpath
-            rel = os.path.relpath(bad, top)
-            yield bad, os.path.normpath(os.path.join(shown_top, rel)), None, f"cannot read directory: {exc.strerror or exc}"
-        if "pyvenv.cfg" in filenames and dirpath != top:
-            dirnames[:] = []
+            bad = exc.filename if isinstance(exc.filename, str) else top
+            yield bad, os.path.normpath(os.path.join(shown_top, os.path.relpath(bad, top))), None, \
+                f"cannot read directory: {exc.strerror or exc}"
+
+    # the shared walk: regular files only (a FIFO would block the read; a dangling link or a loop is nothing)
+    for abs_path in targets.walk(top, suffixes=SOURCE_SUFFIXES, skip=excluded, onerror=errors.append):
+        yield from problems()
+        # a link whose target leaves the project is not followed (its lines would be printed)
+        if os.path.islink(abs_path) and leaves_project(abs_path, roots):
             continue
-        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d) and not excluded(os.path.join(dirpath, d)))
-        rel_dir = os.path.relpath(dirpath, top)
-        for name in filenames:
-            language = language_of(name)
-            if language is None:
-                continue
-            abs_path = os.path.join(dirpath, name)
-            if excluded(abs_path):
-                continue
-            # only regular files: a FIFO would block the read; a dangling link or a link loop is nothing.
-            # A link whose target leaves the project is not followed (its lines would be printed).
-            try:
-                if not stat.S_ISREG(os.stat(abs_path).st_mode):
-                    continue
-            except OSError:
-                continue
-            if os.path.islink(abs_path) and leaves_project(abs_path, roots):
-                continue
-            shown = os.path.normpath(os.path.join(shown_top, rel_dir, name))
-            yield abs_path, shown, language, None
-    while errors:
-        exc = errors.pop()
-        bad = exc.filename if isinstance(exc.filename, str) else top
-        yield bad, os.path.normpath(os.path.join(shown_top, os.path.relpath(bad, top))), None, \
-            f"cannot read directory: {exc.strerror or exc}"
+        language = language_of(abs_path)
+        if language is None:
+            continue
+        yield abs_path, os.path.normpath(os.path.join(shown_top, os.path.relpath(abs_path, top))), language, None
+    yield from problems()
 
 
 def decode(data: bytes, language: str) -> str:
