@@ -91,7 +91,9 @@ def test_action_installs_runs_ci_and_uploads_sarif():
     assert 'graphcheck ci --base "$BASE" --sarif "$SARIF"' in scripts
     upload = [step for step in steps if step.get("uses", "").startswith("github/codeql-action/upload-sarif@")]
     assert len(upload) == 1 and upload[0]["with"]["sarif_file"] == "${{ inputs.sarif }}"
-    assert set(action["inputs"]) == {"base", "sarif", "upload-sarif", "args", "torch-index-url"}
+    assert set(action["inputs"]) == {"base", "sarif", "upload-sarif", "args", "audit", "torch-index-url"}
+    # the linter alone when audit is off (no torch), the torch extra when the audit runs
+    assert 'python -m pip install "$GITHUB_ACTION_PATH[torch]"' in scripts and "--no-audit" in scripts
     # every input the steps use is declared
     used = set(re.findall(r"inputs\.([a-z-]+)", (ROOT / "action.yml").read_text()))
     assert used <= set(action["inputs"])
