@@ -48,7 +48,8 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     # every skip of a gpu test (no device, a missing binding, a skip inside the test) counts
-    if report.skipped and "gpu" in item.keywords and require_gpu(item.config):
+    if (report.skipped and not hasattr(report, "wasxfail") and "gpu" in item.keywords
+            and require_gpu(item.config)):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"GPU test skipped under {REQUIRE_GPU_ENV}/--require-gpu: {reason}"
