@@ -42,6 +42,12 @@ class ConfigError(Exception):
     """A configuration or usage problem; the CLI reports it and exits 2."""
 
 
+# Test, benchmark, example and docs trees are not library code that runs under capture.
+DEFAULT_EXCLUDE = ("tests", "test", "testing", "test_*.py", "*_test.py", "*_test.*", "conftest.py", "benchmarks",
+                   "benchmark", "examples", "docs")
+DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host")
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     select: tuple[str, ...] = ()  # empty: every rule
@@ -49,6 +55,10 @@ class Config:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: tuple[str, ...] = ()
     entry_points: tuple[str, ...] = ()
+    custom_op_registrars: tuple[str, ...] = ()  # functions that register the function they are given
+    host_names: tuple[str, ...] = DEFAULT_HOST_NAMES  # globs of variable names that hold host values
+    capture_guards: tuple[str, ...] = ()  # calls true only during capture (beside is_current_stream_capturing)
+    default_exclude: tuple[str, ...] = DEFAULT_EXCLUDE  # dropped under a linted directory, never when named
     fail_on: str = "warning"
     all_functions: bool = False
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
@@ -144,6 +154,14 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
             values["exclude"] = tuple(_root_glob(glob) for glob in _str_list(value, where))
         elif key == "entry-points":
             values["entry_points"] = _str_list(value, where)
+        elif key == "custom-op-registrars":
+            values["custom_op_registrars"] = _str_list(value, where)
+        elif key == "host-names":
+            values["host_names"] = _str_list(value, where)
+        elif key == "capture-guards":
+            values["capture_guards"] = _str_list(value, where)
+        elif key == "default-exclude":
+            values["default_exclude"] = _str_list(value, where)
         elif key == "fail-on":
             if not isinstance(value, str) or value.lower() not in FAIL_ON:
                 raise ConfigError(f"{where}: expected one of {', '.join(FAIL_ON)}, got {value!r}")
@@ -158,7 +176,8 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
                                   f"got {value!r}")
             values["max_file_size"] = value
         else:
-            known = "select, ignore, per-file-ignores, exclude, entry-points, fail-on, all-functions, max-file-size"
+            known = ("select, ignore, per-file-ignores, exclude, default-exclude, entry-points, custom-op-registrars, "
+                     "host-names, capture-guards, fail-on, all-functions, max-file-size")
             raise ConfigError(f"{where_file}: unknown key {raw_key!r} in [tool.graphcheck] (known: {known})")
     return Config(root=root, source=source, **values)
 

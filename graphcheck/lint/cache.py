@@ -109,7 +109,9 @@ def valid_finding(data: Any) -> bool:
     code = data.get("code")
     if not isinstance(code, str) or code not in rules.RULES:
         return False
-    if data.get("severity") != rules.RULES[code].severity.value or data.get("layer", "static") != "static":
+    # a finding may be milder than its rule (a guessed reach or device value is a warning), never harsher
+    allowed = {"error": ("error", "warning", "info"), "warning": ("warning", "info"), "info": ("info",)}
+    if data.get("severity") not in allowed[rules.RULES[code].severity.value] or data.get("layer", "static") != "static":
         return False
     if not isinstance(data.get("message"), str) or not _is_int(data.get("line")) or not _is_int(data.get("col", 0)):
         return False
@@ -127,7 +129,9 @@ def valid_entry(entry: Any) -> bool:
     size, mtime, file_digest, lines, findings = entry
     if not (_is_int(size) and _is_int(mtime, -2**63) and _is_int(lines)):
         return False
-    if not isinstance(file_digest, str) or len(file_digest) != 32 or any(c not in "0123456789abcdef" for c in file_digest):
+    # the content digest, then "|" and the digest of what the project index told the file (may be empty)
+    content, _, context = file_digest.partition("|") if isinstance(file_digest, str) else ("", "", "")
+    if len(content) != 32 or any(c not in "0123456789abcdef" for c in content + context.replace("-", "")):
         return False
     return isinstance(findings, list) and all(valid_finding(f) for f in findings)
 

@@ -22,6 +22,9 @@ from graphcheck.lint import cache as cache_mod
 from graphcheck.lint import files as files_mod
 from graphcheck.lint.files import decode
 
+if False:  # typing only
+    from graphcheck.lint.project import ExtraRoot
+
 SERIAL_BELOW = 50  # fewer files than this run in-process: a pool costs more than it saves
 _BINARY_PROBE = 8192
 
@@ -34,6 +37,9 @@ class LintResult:
     from_cache: int
     seconds: float = 0.0
     skipped: list[str] = dataclasses.field(default_factory=list)
+    functions_in_scope: int = 0  # capture-reachable functions that were checked
+    functions_skipped: int = 0  # functions not capture-reachable (not checked without --all-functions)
+    files_excluded: int = 0  # files left out by the default excludes (tests, benchmarks, ...)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +72,8 @@ def normalize_newlines(source: str) -> str:
     return source.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def lint_source(source: str, path: str, language: str, options: _Options | None = None) -> list[Finding]:
+def lint_source(source: str, path: str, language: str, options: _Options | None = None,
+                context: dict[str, Any] | None = None) -> list[Finding]:
     """Run the rules for ``language`` on decoded ``source``, apply inline suppressions, and add GC008
     for each ``expect`` marker the static layer owes but did not meet (findings are not yet marked
     ``expected``: :func:`lint_paths` does that after the cache)."""
@@ -77,7 +84,11 @@ def lint_source(source: str, path: str, language: str, options: _Options | None 
     if language == "python":
         from graphcheck.lint.python_rules import lint_python
 
-        found = lint_python(source, path, all_functions=options.all_functions, entry_points=options.entry_points)
+        if context is None:
+            found = lint_python(source, path, all_functions=options.all_functions, entry_points=options.entry_points)
+        else:
+            found = lint_python(source, path, all_functions=options.all_functions,
+                                entry_points=options.entry_points, context=context)
     else:
         from graphcheck.lint.cpp_rules import lint_cpp
 
@@ -88,8 +99,12 @@ def lint_source(source: str, path: str, language: str, options: _Options | None 
     return found + expectations.missing_static(found, path, source=source, language=language)
 
 
-def _lint_file(path: str, display: str, language: str, known_digest: str | None, options: _Options) -> dict[str, Any]:
-    """Lint one file; never raises. Returns a plain dict (cheap to send between processes)."""
+def _lint_file(path: str, display: str, language: str, known_digest: str | None, options: _Options,
+               context: dict[str, Any] | None = None, context_key: str = "") -> dict[str, Any]:
+    """Lint one file; never raises. Returns a plain dict (cheap to send between processes).
+
+    The cached digest is the file's content digest and ``context_key`` (the digest of what
+    the project index told this file), so a file is re-linted when either changes."""
     result: dict[str, Any] = {"path": path, "lines": 0, "findings": [], "cacheable": False}
     try:
         st = os.stat(path)
@@ -110,7 +125,7 @@ def _lint_file(path: str, display: str, language: str, known_digest: str | None,
         reason = exc.strerror or type(exc).__name__
         result["findings"] = [_tool_finding("GC002", f"cannot read file: {reason}", display, errno=exc.errno)]
         return result
-    file_digest = cache_mod.digest(data)
+    file_digest = cache_mod.digest(data) + "|" + context_key
     result["digest"] = file_digest
     result["cacheable"] = True
     result["lines"] = _count_lines(data)
@@ -127,7 +142,7 @@ def _lint_file(path: str, display: str, language: str, known_digest: str | None,
         result["findings"] = [_tool_finding("GC002", f"cannot decode file as text: {detail}", display)]
         return result
     try:
-        result["findings"] = lint_source(source, display, language, options)
+        result["findings"] = lint_source(source, display, language, options, context)
     except RecursionError:
         result["findings"] = [_tool_finding("GC003", "file is nested too deeply to check", display)]
     except Exception as exc:  # a rule bug must not stop the run
@@ -137,10 +152,11 @@ def _lint_file(path: str, display: str, language: str, known_digest: str | None,
     return result
 
 
-def _lint_chunk(tasks: list[tuple[str, str, str, str | None]], options: _Options) -> list[dict[str, Any]]:
+def _lint_chunk(tasks: list[tuple], options: _Options) -> list[dict[str, Any]]:
     out = []
-    for path, display, language, known in tasks:
-        res = _lint_file(path, display, language, known, options)
+    for path, display, language, known, *rest in tasks:
+        context, key = rest if rest else (None, "")
+        res = _lint_file(path, display, language, known, options, context, key)
         res["findings"] = [f.to_dict() for f in res["findings"]]
         out.append(res)
     return out
@@ -188,12 +204,15 @@ def _run_tasks(tasks: list, options: _Options, jobs: int) -> list[dict[str, Any]
 
 
 def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None = None, *,
-               jobs: int | None = None, use_cache: bool = True, trust_stat: bool = True) -> LintResult:
+               jobs: int | None = None, use_cache: bool = True, trust_stat: bool = True,
+               extra_roots: "Sequence[ExtraRoot]" = ()) -> LintResult:
     """Lint every Python and C++ file under ``paths``.
 
     ``trust_stat=False`` never takes a cache entry on size and mtime alone: every file is read and its
     content digest compared (what the CI gate does).
 
+    ``extra_roots`` adds capture roots named from outside the source (a recorded
+    capture map): ``ExtraRoot(path, qualname)`` from ``graphcheck.lint.project``.
     Raises ``graphcheck.config.ConfigError`` for a path that does not exist.
     """
     started = time.perf_counter()
@@ -213,20 +232,40 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
     lines = 0
     from_cache = 0
     tasks = []
+    from graphcheck.lint.project import ProjectIndex
+
+    contexts: dict[str, tuple[dict[str, Any] | None, str]] = {}
+    python_files = [sf.path for sf in discovery.files if sf.language == "python"]
+    project = ProjectIndex(
+        python_files, registrars=config.custom_op_registrars, entry_points=config.entry_points,
+        extra_roots=extra_roots, jobs=jobs, max_file_size=config.max_file_size,
+        cache_dir=directory, trust_stat=trust_stat)
     for sf in discovery.files:
         known = None
+        context = None
+        key = ""
+        if sf.language == "python":
+            ctx = project.context(sf.path)
+            if ctx is not None:
+                context, key = ctx.to_dict(), ctx.digest()
+            else:  # never summarized: nothing in it is capture-reachable
+                context, key = {"reach": {}}, "-"
+            content = project.file_facts(sf.path)[0]
         if cache is not None:
             try:
                 st = os.stat(sf.path)
                 hit, known, cached_lines, cached = cache.lookup(sf.path, st.st_size, st.st_mtime_ns)
+                if hit and sf.language == "python" and known != f"{content}|{key}":
+                    hit = False
                 if hit and trust_stat:
-                    raw[sf.path] = [Finding.from_dict({**d, "path": sf.display}) for d in cached]
+                    raw[sf.path] = [Finding.from_dict({**d, "path": sf.display}) for d in cached or ()]
                     lines += cached_lines
                     from_cache += 1
                     continue
             except Exception:  # a vanished file or a malformed entry: lint it afresh
                 known = None
-        tasks.append((sf.path, sf.display, sf.language, known))
+        contexts[sf.path] = (context, key)
+        tasks.append((sf.path, sf.display, sf.language, known, context, key))
 
     for res in _run_tasks(tasks, options, jobs):
         sf = by_path[res["path"]]
@@ -240,7 +279,7 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
                 found = None
         if found is None:
             if res.get("unchanged"):
-                res = _lint_chunk([(sf.path, sf.display, sf.language, None)], options)[0]
+                res = _lint_chunk([(sf.path, sf.display, sf.language, None, *contexts[sf.path])], options)[0]
             found = [Finding.from_dict(d) for d in res["findings"]]
         lines += res["lines"]
         raw[sf.path] = found
@@ -264,5 +303,7 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
     findings += [f for f in unchecked if config.selects(f.code)]
     findings.sort(key=Finding.sort_key)
     findings = expectations.mark_expected(findings)
+    in_scope, not_reachable = project.counts()
     return LintResult(findings=findings, files_checked=len(discovery.files), lines=lines, from_cache=from_cache,
-                      seconds=time.perf_counter() - started, skipped=discovery.skipped)
+                      seconds=time.perf_counter() - started, skipped=discovery.skipped,
+                      functions_in_scope=in_scope, functions_skipped=0 if config.all_functions else not_reachable)

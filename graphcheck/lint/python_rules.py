@@ -21,17 +21,15 @@ themselves is GC003.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
-from typing import Sequence
+from typing import Any, Sequence
 
 from graphcheck import rules
 from graphcheck.findings import Finding
-from graphcheck.lint.scope import FuncInfo, ModuleIndex
+from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
 from graphcheck.lint.values import FunctionFacts, is_builtin, is_cpu_device
 
-_PRECHECK_TOKENS = ("triton", "torch.library", "custom_op", "register_kernel", "capturable", ".impl(")
-# the names an import binds: a parenthesized list may span lines, and so may a backslash continuation
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+\S+[ \t]+)?import[ \t]+(\([^)]*\)|(?:[^\n#\\]|\\\r?\n)+)", re.M)
 _TEXT_LIMIT = 60
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -69,10 +67,17 @@ _TIME_FUNCS = {"time.time", "time.perf_counter", "time.monotonic", "time.process
 
 
 def lint_python(source: str, path: str, *, all_functions: bool = False,
-                entry_points: Sequence[str] = ()) -> list[Finding]:
-    """Static findings for one Python source text. Never raises."""
+                entry_points: Sequence[str] = (), context: "dict[str, Any] | None" = None) -> list[Finding]:
+    """Static findings for one Python source text. Never raises.
+
+    ``context`` (from ``ProjectIndex.context(...).to_dict()``) replaces the
+    module-local view: which functions are capture-reachable and why (with the
+    call chain from their root), imported names that resolve to ``triton`` through
+    a re-export, and imported kernels. Without it the file is its own project.
+    """
     try:
-        if not all_functions and not _may_be_reachable(source, entry_points):
+        if not all_functions and (not (context.get("reach") or context.get("broken")) if context is not None
+                                  else not may_be_reachable(source, entry_points)):
             return []
         if "\x00" in source:
             line = source.count("\n", 0, source.index("\x00")) + 1
@@ -88,34 +93,10 @@ def lint_python(source: str, path: str, *, all_functions: bool = False,
                                   f"the file is nested too deeply for Python's parser ({type(exc).__name__}); not checked")]
         except ValueError as exc:
             return [_tool_finding("GC002", path, 1, 0, f"the file cannot be parsed as Python ({exc}); not checked")]
-        return _Linter(tree, source, path, all_functions, entry_points).run()
+        return _Linter(tree, source, path, all_functions, entry_points, context).run()
     except Exception as exc:  # the rules themselves failed: report, never raise
         return [_tool_finding("GC003", path, 1, 0,
                               f"the Python rules failed on this file ({type(exc).__name__}: {exc}); it was not fully checked")]
-
-
-def _may_be_reachable(source: str, entry_points: Sequence[str]) -> bool:
-    if any(token in source for token in _PRECHECK_TOKENS):
-        return True
-    if "](" in source:
-        # `name[...](` / `name.attr[...](` of an imported name: a launch of an
-        # imported kernel in a module that never mentions triton itself.
-        names = set()
-        for match in _IMPORT_LINE.finditer(source):
-            for part in re.sub(r"#[^\n]*|[\\()]", " ", match.group(1)).split(","):
-                words = part.split()
-                if words:
-                    names.add(words[-1].strip("()").split(".")[0])
-        names.discard("")
-        if names:
-            pattern = r"\b(?:%s)(?:\.\w+)*\s*\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\s*\(" % "|".join(map(re.escape, sorted(names)))
-            if re.search(pattern, source):
-                return True
-    for entry in entry_points:
-        name = entry.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
-        if name and name in source:
-            return True
-    return False
 
 
 def _local_entries(entry_points: Sequence[str], path: str) -> list[str]:
@@ -151,18 +132,26 @@ def _tool_finding(code: str, path: str, line: int, col: int, message: str) -> Fi
 
 class _Linter:
     def __init__(self, tree: ast.Module, source: str, path: str, all_functions: bool,
-                 entry_points: Sequence[str]) -> None:
+                 entry_points: Sequence[str], context: "dict[str, Any] | None" = None) -> None:
         self.source = source
         self.lines = _LINE_BREAK.split(source)  # the line breaks the tokenizer knows, unlike splitlines()
         self.path = path
-        self.index = ModuleIndex(tree, source)
+        self.context = context
+        ctx = context or {}
+        self.index = ModuleIndex(tree, source, aliases=ctx.get("aliases"), kernels=ctx.get("kernels"))
         self.all_functions = all_functions
         self.entry_points = entry_points
         self.findings: list[Finding] = []
         self._seen: set[tuple[str, int, int]] = set()
 
     def run(self) -> list[Finding]:
-        reachable = self.index.reachable(_local_entries(self.entry_points, self.path))
+        if self.context is not None:
+            reach = self.context.get("reach", {})
+            reachable: dict[FuncInfo, Any] = {
+                info: reach[info.qualname] for info in self.index.functions
+                if info.qualname in reach and not info.is_kernel}
+        else:
+            reachable = self.index.reachable(_local_entries(self.entry_points, self.path))
         if self.all_functions:
             targets = [(f, reachable.get(f)) for f in self.index.functions if not f.is_kernel]
         else:
@@ -204,13 +193,24 @@ class _Linter:
             return
         self._seen.add(key)
         where = f" inside `{info.qualname}`"
+        severity = rules.get(code).severity
+        if isinstance(reason, list):  # from the project index: [reason, root, chain, guess]
+            text, root, chain, guess = reason
+            evidence = {**evidence, "root": root, "chain": chain}
+            if guess and severity == "error":
+                severity = "warning"
+                evidence["reach"] = "guessed"
+            reason = text
         if reason:
             where += f", which {reason}" if message.endswith("{where}") else f" (which {reason})"
         evidence = {k: v for k, v in evidence.items() if v is not None}
-        self.findings.append(rules.make_finding(
+        finding = rules.make_finding(
             code, message.replace("{where}", where), path=self.path,
             line=node.lineno, col=self.char_col(node), function=info.qualname,  # type: ignore[attr-defined]
-            evidence={"construct": self.text(node), **evidence}))
+            evidence={"construct": self.text(node), **evidence})
+        if severity != finding.severity:  # a guessed reach or device value is milder than the rule
+            finding = dataclasses.replace(finding, severity=severity)
+        self.findings.append(finding)
 
 
 class _FunctionChecker:

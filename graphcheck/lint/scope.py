@@ -96,7 +96,10 @@ def iter_own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
 class ModuleIndex:
     """Structure of one module: imports, functions, kernels, registrations."""
 
-    def __init__(self, tree: ast.Module, source: str) -> None:
+    def __init__(self, tree: ast.Module, source: str, aliases: dict[str, str] | None = None,
+                 kernels: dict[str, list] | None = None) -> None:
+        """``aliases`` and ``kernels`` come from the project index: imported names that resolve,
+        through in-tree re-exports, to an external module (``triton``), and imported Triton kernels."""
         self.source = source
         self.aliases = Aliases()
         self.functions: list[FuncInfo] = []
@@ -111,6 +114,10 @@ class ModuleIndex:
         self._deferred_calls: list[ast.Call] = []
         self._module_assigns: list[ast.Assign | ast.AnnAssign] = []
         self._walk(tree)
+        if aliases:
+            self.aliases.names.update(aliases)
+        for local, (name, params, constexprs, autotuned) in (kernels or {}).items():
+            self.kernels.setdefault(local, KernelInfo(name, list(params), set(constexprs), bool(autotuned), 0))
         for node in self._module_assigns:
             self._module_assign(node)
         for call in self._deferred_calls:
@@ -329,6 +336,10 @@ class ModuleIndex:
         base = func.value
         if isinstance(base, ast.Name) and base.id in self.kernels:
             return True
+        from graphcheck.lint.summary import generic_instantiation
+
+        if generic_instantiation(func):
+            return False
         if not _looks_like_grid(func.slice):
             return False
         if isinstance(base, ast.Name):
@@ -427,3 +438,34 @@ def _has_candidate(lines: list[int], node: ast.AST) -> bool:
     end = getattr(node, "end_lineno", None) or start
     i = bisect.bisect_left(lines, start)
     return i < len(lines) and lines[i] <= end
+
+
+_PRECHECK_TOKENS = ("triton", "torch.library", "custom_op", "register_kernel", "capturable", ".impl(")
+# the names an import binds: a parenthesized list may span lines, and so may a backslash continuation
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+\S+[ \t]+)?import[ \t]+(\([^)]*\)|(?:[^\n#\\]|\\\r?\n)+)", re.M)
+
+
+def may_be_reachable(source: str, entry_points: Sequence[str]) -> bool:
+    if any(token in source for token in _PRECHECK_TOKENS):
+        return True
+    if "](" in source:
+        # `name[...](` / `name.attr[...](` of an imported name: a launch of an
+        # imported kernel in a module that never mentions triton itself.
+        names = set()
+        for match in _IMPORT_LINE.finditer(source):
+            for part in re.sub(r"#[^\n]*|[\\()]", " ", match.group(1)).split(","):
+                words = part.split()
+                if words:
+                    names.add(words[-1].strip("()").split(".")[0])
+        names.discard("")
+        if names:
+            pattern = r"\b(?:%s)(?:\.\w+)*\s*\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\s*\(" % "|".join(map(re.escape, sorted(names)))
+            if re.search(pattern, source):
+                return True
+    for entry in entry_points:
+        name = entry.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+        if name and name in source:
+            return True
+    return False
+
+

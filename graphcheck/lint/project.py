@@ -1,0 +1,656 @@
+"""The project index: modules, imports across the tree, capture roots and reachability.
+
+Built once per lint run from per-file summaries (``graphcheck.lint.summary``),
+which are computed in parallel and cached by file content. Only files that can
+hold a capture root are summarized up front (they mention Triton, a registrar,
+a capture API, ``capturable`` or a configured entry point); a module is summarized
+later, on demand, when a name resolves into it (an import chain, a call from a
+reachable function), so a large tree costs little more than its kernel files.
+
+Resolution follows imports inside the tree: ``from pkg import triton`` where
+``pkg/__init__.py`` does ``import triton`` is ``triton``; re-exports, ``*``
+imports, relative imports, module-level aliases and base classes (for
+``self.method()``) are followed. A name that leads outside the tree stays
+external; a call that cannot be resolved is dropped, never guessed.
+
+Capture roots: functions that launch a kernel (Triton ``k[grid](...)``, cuTile
+``ct.launch``, CuTe-DSL ``cute.compile`` or a ``@cute.jit``/``@cute.kernel``
+function), functions registered as custom ops (``torch.library``, any call or
+decorator whose name contains ``register_custom_op``, the configured
+``custom-op-registrars``), functions called inside ``with torch.cuda.graph(...)``,
+between ``capture_begin()`` and ``capture_end()`` or passed to
+``make_graphed_callables``, ``@graphcheck.capturable`` functions, configured
+entry points and extra roots (a recorded capture map). Reachability walks the
+call graph from the roots; each reachable function keeps the chain that reaches it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections import deque
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from graphcheck.lint import summary as summary_mod
+from graphcheck.lint.scope import (
+    _CUSTOM_OP,
+    _LIB_IMPL,
+    TRITON_DECORATORS,
+    may_be_reachable,
+)
+
+ROOT_TOKENS = ("triton", "torch.library", "custom_op", "register_kernel", "capturable", ".impl(",
+               "cuda.graph", "CUDAGraph", "make_graphed_callables", "capture_begin", "cutlass", "cuda.tile",
+               "graphcheck: expect")
+_DEF_LINE = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]", re.MULTILINE)
+_CACHE_FILE = "index-v1.json"
+_FORMAT = 1
+_MAX_ROUNDS = 64
+# imported names worth following through re-exports when they are not called (kernel DSL modules)
+_DSL_NAMES = {"triton", "tl", "language", "libdevice", "tldevice", "cute", "cutlass", "ct", "tile", "torch"}
+_MAX_DEPTH = 24
+SERIAL_BELOW = 50
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtraRoot:
+    """A function named from outside the source (a recorded capture map): file and qualified name."""
+
+    path: str
+    qualname: str
+    reason: str = "was recorded running under capture"
+
+
+@dataclasses.dataclass
+class Reach:
+    reason: str  # the phrase after "which": "launches Triton kernel `k`", "is called from `f`, which ..."
+    root: str  # dotted name of the root
+    chain: list[str]  # dotted names, root first, this function last
+    guess: bool  # the root or a link of the chain is a heuristic
+
+
+@dataclasses.dataclass
+class FileContext:
+    """What the project knows about one file that the file alone cannot: handed to ``lint_python``."""
+
+    reach: dict[str, list[Any]]  # qualname -> [reason, root, chain, guess]
+    aliases: dict[str, str]  # local name -> external dotted name, through in-tree re-exports
+    kernels: dict[str, list[Any]]  # local name of an imported kernel -> [name, params, constexprs, autotuned]
+    broken: bool = False  # the file did not parse: the rules report it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reach": self.reach, "aliases": self.aliases, "kernels": self.kernels, "broken": self.broken}
+
+    def digest(self) -> str:
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+# --- module names ---------------------------------------------------------------------
+
+
+class _PackageDirs:
+    def __init__(self) -> None:
+        self.memo: dict[str, bool] = {}
+
+    def is_package(self, directory: str) -> bool:
+        hit = self.memo.get(directory)
+        if hit is None:
+            hit = self.memo[directory] = os.path.isfile(os.path.join(directory, "__init__.py"))
+        return hit
+
+
+def module_names(paths: Iterable[str]) -> dict[str, tuple[str, bool]]:
+    """path -> (dotted module name, is a package ``__init__``); names unique (a clash gets a private name)."""
+    dirs = _PackageDirs()
+    out: dict[str, tuple[str, bool]] = {}
+    taken: set[str] = set()
+    for path in paths:
+        directory, base = os.path.split(path)
+        stem = base.removesuffix(".py")
+        is_package = stem == "__init__"
+        parts = [] if is_package else [stem]
+        while dirs.is_package(directory):
+            directory, name = os.path.split(directory)
+            parts.append(name)
+            if not name:
+                break
+        parts.reverse()
+        name = ".".join(p for p in parts if p) or stem
+        if name in taken or not all(p.isidentifier() for p in name.split(".")):
+            name = "~" + path
+        taken.add(name)
+        out[path] = (name, is_package)
+    return out
+
+
+# --- workers ----------------------------------------------------------------------------
+
+
+def _summarize_chunk(tasks: list[tuple[str, str, bool, bool, tuple[str, ...], tuple[str, ...], int]]) -> list[dict]:
+    out = []
+    for path, module, is_package, force, registrars, words, max_size in tasks:
+        out.append(_summarize_one(path, module, is_package, force, registrars, words, max_size))
+    return out
+
+
+def _summarize_one(path: str, module: str, is_package: bool, force: bool, registrars: tuple[str, ...],
+                   words: tuple[str, ...], max_size: int) -> dict:
+    res: dict[str, Any] = {"path": path, "ok": False}
+    try:
+        st = os.stat(path)
+        res["size"], res["mtime_ns"] = st.st_size, st.st_mtime_ns
+        if st.st_size > max_size:
+            return res
+        with open(path, "rb") as fh:
+            data = fh.read(max_size + 1)
+    except OSError:
+        return res
+    from graphcheck.lint.cache import digest
+    from graphcheck.lint.files import decode
+
+    res["digest"] = digest(data)
+    res["defs"] = len(_DEF_LINE.findall(data))
+    res["lines"] = data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
+    res["ok"] = True
+    if b"\x00" in data[:8192]:
+        return res
+    try:
+        source = decode(data, "python")
+    except (UnicodeDecodeError, LookupError, SyntaxError):
+        return res
+    seed = any(t in source for t in ROOT_TOKENS) or may_be_reachable(source, words)
+    res["seed"] = seed
+    if seed or force:
+        try:
+            res["summary"] = summary_mod.summarize(source, module, is_package, registrars)
+        except Exception:  # a summary bug must not stop the run; the file is then opaque to the index
+            res["summary"] = {"imports": {}, "funcs": {}, "broken": True}
+    return res
+
+
+def _run(tasks: list, jobs: int) -> list[dict]:
+    if jobs <= 1 or len(tasks) < SERIAL_BELOW:
+        return _summarize_chunk(tasks)
+    size = max(1, min(64, -(-len(tasks) // (jobs * 8))))
+    chunks = [tasks[i : i + size] for i in range(0, len(tasks), size)]
+    results: list[dict] = []
+    pending = {}
+    try:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+            for chunk in chunks:
+                pending[pool.submit(_summarize_chunk, chunk)] = chunk
+            for future in concurrent.futures.as_completed(list(pending)):
+                try:
+                    results.extend(future.result())
+                    del pending[future]
+                except concurrent.futures.process.BrokenProcessPool:
+                    break
+    except (OSError, concurrent.futures.process.BrokenProcessPool):
+        pass
+    for chunk in pending.values():
+        for task in chunk:
+            results.extend(_summarize_chunk([task]))
+    return results
+
+
+# --- the cache ----------------------------------------------------------------------------
+
+
+class _IndexCache:
+    """``path -> [size, mtime_ns, digest, defs, seed, summary-or-None, lines]`` for one settings key (JSON)."""
+
+    def __init__(self, directory: Path | None, key: str) -> None:
+        self.file = Path(directory) / _CACHE_FILE if directory is not None else None
+        self.key = key
+        self.entries: dict[str, list[Any]] = {}
+        self.dirty = False
+        if self.file is None:
+            return
+        try:
+            with open(self.file, "rb") as fh:
+                data = json.loads(fh.read())
+            if isinstance(data, dict) and data.get("format") == _FORMAT and data.get("key") == key:
+                entries = data.get("entries")
+                if isinstance(entries, dict):
+                    self.entries = entries
+        except Exception:
+            self.entries = {}
+
+    def lookup(self, path: str, size: int, mtime_ns: int) -> list[Any] | None:
+        entry = self.entries.get(path)
+        if isinstance(entry, list) and len(entry) == 7 and entry[0] == size and entry[1] == mtime_ns:
+            return entry
+        return None
+
+    def store(self, res: dict) -> None:
+        self.entries[res["path"]] = [res.get("size"), res.get("mtime_ns"), res.get("digest"), res.get("defs", 0),
+                                     bool(res.get("seed")), res.get("summary"), res.get("lines", 0)]
+        self.dirty = True
+
+    def save(self) -> None:
+        if self.file is None or not self.dirty:
+            return
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            gitignore = self.file.parent / ".gitignore"
+            if not gitignore.exists():
+                gitignore.write_text("# created by graphcheck\n*\n")
+            fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=".index-", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"format": _FORMAT, "key": self.key, "entries": self.entries}, fh, separators=(",", ":"))
+            os.replace(tmp, self.file)
+        except OSError:
+            pass
+
+
+def _cache_key(registrars: tuple[str, ...], words: tuple[str, ...]) -> str:
+    from graphcheck import __version__
+
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{_FORMAT}|{__version__}|{sorted(registrars)}|{sorted(words)}".encode())
+    here = Path(__file__).resolve().parent
+    for name in ("summary.py", "scope.py", "aliases.py", "project.py"):
+        try:
+            h.update((here / name).read_bytes())
+        except OSError:
+            h.update(name.encode())
+    return h.hexdigest()
+
+
+# --- the index ----------------------------------------------------------------------------
+
+
+class ProjectIndex:
+    """Summaries of the tree's modules, name resolution across them, roots and reachability."""
+
+    def __init__(self, files: Sequence[str], *, registrars: Sequence[str] = (), entry_points: Sequence[str] = (),
+                 extra_roots: Sequence[ExtraRoot] = (), jobs: int = 1, cache_dir: Path | None = None,
+                 max_file_size: int = 10**7, trust_stat: bool = True) -> None:
+        self.registrars = tuple(registrars)
+        self.entry_points = tuple(e for e in entry_points if e)
+        self.extra_roots = tuple(extra_roots)
+        self.jobs = jobs
+        self.max_file_size = max_file_size
+        words = tuple(sorted({e.rsplit(":", 1)[-1].rsplit(".", 1)[-1] for e in self.entry_points}
+                             | {r.rpartition(".")[2] for r in self.registrars}))
+        self.words = tuple(w for w in words if w)
+        self.names = module_names(sorted(files))
+        self.by_module: dict[str, str] = {name: path for path, (name, _) in self.names.items()}
+        # without trust in size and mtime (the CI gate), every file is read again
+        self.cache = _IndexCache(cache_dir if trust_stat else None, _cache_key(self.registrars, self.words))
+        self.entries: dict[str, list[Any]] = {}  # path -> cache entry
+        self.summaries: dict[str, dict[str, Any]] = {}  # module -> summary
+        extra_paths = {os.path.normpath(os.path.abspath(r.path)) for r in self.extra_roots}
+        self._load(list(self.names), force=extra_paths)
+        self._build()
+        self.cache.save()
+
+    # -- loading -----------------------------------------------------------
+
+    def _load(self, paths: list[str], force: set[str] | None = None, all_forced: bool = False) -> None:
+        force = force or set()
+        tasks = []
+        for path in paths:
+            forced = all_forced or path in force
+            try:
+                st = os.stat(path)
+                entry = self.cache.lookup(path, st.st_size, st.st_mtime_ns)
+            except OSError:
+                entry = None
+            if entry is not None and (entry[5] is not None or not forced):
+                self._take(path, entry)
+                continue
+            module, is_package = self.names[path]
+            tasks.append((path, module, is_package, forced, self.registrars, self.words, self.max_file_size))
+        for res in _run(tasks, self.jobs):
+            if not res.get("ok"):
+                self.entries[res["path"]] = [None, None, None, 0, False, None, 0]
+                continue
+            self.cache.store(res)
+            self._take(res["path"], self.cache.entries[res["path"]])
+
+    def _take(self, path: str, entry: list[Any]) -> None:
+        self.entries[path] = entry
+        if entry[5] is not None:
+            self.summaries[self.names[path][0]] = entry[5]
+
+    # -- building ----------------------------------------------------------
+
+    def _build(self) -> None:
+        for _ in range(_MAX_ROUNDS):
+            self._missing: set[str] = set()
+            self._index_definitions()
+            self._find_roots()
+            self._walk()
+            self._contexts_imports()
+            wanted = [self.by_module[m] for m in self._missing
+                      if m in self.by_module and m not in self.summaries]
+            if not wanted:
+                return
+            self._load(wanted, all_forced=True)
+            for path in wanted:  # an unreadable module must not be asked for again
+                self.summaries.setdefault(self.names[path][0], {"imports": {}, "funcs": {}, "broken": True})
+
+    def _index_definitions(self) -> None:
+        self.funcs: dict[str, tuple[str, str, dict[str, Any]]] = {}
+        self.classes: dict[str, list[str]] = {}
+        self.children: dict[str, list[str]] = {}
+        self._memo: dict[str, Any] = {}
+        for module, summ in self.summaries.items():
+            for qual, rec in summ.get("funcs", {}).items():
+                dotted = f"{module}.{qual}"
+                self.funcs[dotted] = (module, qual, rec)
+                if ".<locals>." in qual:
+                    parent = dotted.rsplit(".<locals>.", 1)[0]
+                    self.children.setdefault(parent, []).append(dotted)
+            for qual, bases in summ.get("classes", {}).items():
+                self.classes[f"{module}.{qual}"] = bases
+        self.kernels: dict[str, str] = {}
+        self.autotuned: set[str] = set()
+        for dotted, (_, _, rec) in self.funcs.items():
+            for deco, _host in rec.get("decos", ()):
+                canon = self.canonical(deco)
+                if canon in TRITON_DECORATORS:
+                    self.kernels[dotted] = "triton"
+                    if TRITON_DECORATORS[canon] == "autotune":
+                        self.autotuned.add(dotted)
+                elif canon.endswith(("cute.kernel", "cute.jit")):
+                    self.kernels.setdefault(dotted, "cute")
+                elif canon.startswith("cuda.tile") and canon.endswith(".kernel"):
+                    self.kernels.setdefault(dotted, "tile")
+
+    # -- resolution --------------------------------------------------------
+
+    def resolve(self, dotted: str, depth: int = 0) -> tuple[str, str] | None:
+        """("func"|"class"|"module"|"ext", dotted) for a dotted name, or None when it cannot be resolved."""
+        if depth > _MAX_DEPTH:
+            return None
+        hit = self._memo.get(dotted, False)
+        if hit is not False:
+            return hit
+        self._memo[dotted] = None  # a cycle resolves to nothing
+        result = self._resolve(dotted, depth)
+        self._memo[dotted] = result
+        return result
+
+    def _resolve(self, dotted: str, depth: int) -> tuple[str, str] | None:
+        if dotted in self.funcs:
+            return ("func", dotted)
+        if dotted in self.classes:
+            return ("class", dotted)
+        parts = dotted.split(".")
+        for i in range(len(parts), 0, -1):
+            module = ".".join(parts[:i])
+            if module in self.by_module:
+                if module not in self.summaries:
+                    self._missing.add(module)
+                    return None
+                rest = parts[i:]
+                if not rest:
+                    return ("module", module)
+                return self._resolve_in(module, rest, depth)
+        return ("ext", dotted)
+
+    def _resolve_in(self, module: str, rest: list[str], depth: int) -> tuple[str, str] | None:
+        summ = self.summaries[module]
+        name, tail = rest[0], rest[1:]
+        own = f"{module}.{name}"
+        if own in self.funcs and not tail:
+            return ("func", own)
+        if own in self.classes:
+            return self._member(own, tail, depth) if tail else ("class", own)
+        for table in ("imports", "alias"):
+            target = summ.get(table, {}).get(name)
+            if target and target != own:
+                return self.resolve(".".join([target, *tail]), depth + 1)
+        for star in summ.get("star", ()):
+            if star in self.by_module and star != module:
+                if star not in self.summaries:
+                    self._missing.add(star)
+                    continue
+                found = self._resolve_in(star, rest, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _member(self, cls: str, tail: list[str], depth: int) -> tuple[str, str] | None:
+        if depth > _MAX_DEPTH or len(tail) != 1:
+            return None
+        own = f"{cls}.{tail[0]}"
+        if own in self.funcs:
+            return ("func", own)
+        for base in self.classes.get(cls, ()):
+            found = self.resolve(base, depth + 1)
+            if found is not None and found[0] == "class":
+                member = self._member(found[1], tail, depth + 1)
+                if member is not None:
+                    return member
+        return None
+
+    def canonical(self, dotted: str) -> str:
+        found = self.resolve(dotted)
+        return found[1] if found is not None and found[0] in ("ext", "func", "class") else dotted
+
+    # -- roots -------------------------------------------------------------
+
+    def _is_registrar(self, raw: str) -> bool:
+        canon = self.canonical(raw)
+        last = canon.rpartition(".")[2]
+        raw_last = raw.rpartition(".")[2]
+        if canon in _CUSTOM_OP or canon in _LIB_IMPL:
+            return True
+        if "register_custom_op" in last or "register_custom_op" in raw_last:
+            return True
+        return any(r in (canon, raw, last, raw_last) or canon.endswith("." + r) for r in self.registrars)
+
+    def _find_roots(self) -> None:
+        self.roots: dict[str, tuple[str, bool]] = {}  # dotted -> (reason, guess)
+
+        def add(dotted: str, reason: str, guess: bool = False) -> None:
+            if dotted in self.kernels:
+                return
+            old = self.roots.get(dotted)
+            if old is None or (old[1] and not guess):
+                self.roots[dotted] = (reason, guess)
+
+        for dotted, (module, qual, rec) in self.funcs.items():
+            if rec.get("root"):
+                add(dotted, rec["root"])
+            for deco, host_only in rec.get("decos", ()):
+                canon = self.canonical(deco)
+                if canon.startswith("graphcheck") and canon.endswith(".capturable"):
+                    add(dotted, "is marked @graphcheck.capturable")
+                elif not host_only and self._is_registrar(deco):
+                    add(dotted, f"is registered as a custom op with `{deco.rpartition('.')[2]}`")
+            for base, text, local_launch, generic, _line in rec.get("launch", ()):
+                if generic:
+                    continue
+                found = self.resolve(base) if base else None
+                if found is not None and found[0] == "func":
+                    kind = self.kernels.get(found[1])
+                    if kind == "triton":
+                        add(dotted, f"launches Triton kernel `{text}`")
+                    continue
+                if found is not None and found[0] in ("class", "module"):
+                    continue
+                if local_launch:
+                    add(dotted, f"launches Triton kernel `{text}`", guess=found is None and base is not None)
+            for callee in rec.get("calls", ()):
+                canon = self.canonical(callee)
+                if canon.startswith("cuda.tile") and canon.endswith(".launch"):
+                    add(dotted, "launches a cuTile kernel with `ct.launch`")
+                elif canon.endswith("cute.compile"):
+                    add(dotted, "compiles a CuTe-DSL kernel with `cute.compile`")
+                elif self.kernels.get(canon) == "cute":
+                    add(dotted, f"launches CuTe-DSL kernel `{canon.rpartition('.')[2]}`")
+            for site, _start, _end, targets in rec.get("capture", ()):
+                for target in targets:
+                    found = self.resolve(target)
+                    if found is not None and found[0] == "func":
+                        add(found[1], f"is called inside `{site.split(' on line')[0]}` in `{qual}`")
+                    elif found is not None and found[0] == "class":
+                        init = self._member(found[1], ["__init__"], 0)
+                        if init is not None:
+                            add(init[1], f"is called inside `{site.split(' on line')[0]}` in `{qual}`")
+        regs = [r for summ in self.summaries.values() for r in summ.get("regs", ())]
+        regs += [r for (_, _, rec) in self.funcs.values() for r in rec.get("regs", ())]
+        if regs:
+            for callee, given, host_only in regs:
+                if host_only or not self._is_registrar(callee):
+                    continue
+                for target in given:
+                    found = self.resolve(target)
+                    if found is not None and found[0] == "func":
+                        add(found[1], f"is registered as a custom op with `{callee.rpartition('.')[2]}`")
+        for entry in self.entry_points:
+            for dotted in self._entry_matches(entry):
+                add(dotted, "is a configured entry point")
+        for extra in self.extra_roots:
+            path = os.path.normpath(os.path.abspath(extra.path))
+            if path in self.names:
+                dotted = f"{self.names[path][0]}.{extra.qualname}"
+                if dotted in self.funcs:
+                    add(dotted, extra.reason)
+
+    def _entry_matches(self, entry: str) -> list[str]:
+        if ":" in entry:
+            module, qual = entry.split(":", 1)
+            dotted = f"{module}.{qual}"
+            return [dotted] if dotted in self.funcs else [
+                d for d, (_, q, _) in self.funcs.items() if q == qual and d.startswith(module.rpartition(".")[2])]
+        if entry in self.funcs:
+            return [entry]
+        out = [d for d, (_, q, _) in self.funcs.items() if q == entry or d.endswith("." + entry)]
+        return out
+
+    # -- reachability ------------------------------------------------------
+
+    def _walk(self) -> None:
+        self.parent: dict[str, tuple[str | None, str]] = {}  # dotted -> (parent, edge: "root"|"call"|"nested")
+        queue: deque[str] = deque()
+        for dotted in self.roots:
+            self.parent[dotted] = (None, "root")
+            queue.append(dotted)
+        while queue:
+            dotted = queue.popleft()
+            for child in self.children.get(dotted, ()):
+                if child not in self.parent and child not in self.kernels:
+                    self.parent[child] = (dotted, "nested")
+                    queue.append(child)
+            rec = self.funcs[dotted][2]
+            for callee in rec.get("calls", ()):
+                found = self.resolve(callee)
+                if found is None:
+                    continue
+                target = found[1]
+                if found[0] == "class":
+                    init = self._member(target, ["__init__"], 0)
+                    if init is None:
+                        continue
+                    target = init[1]
+                elif found[0] != "func":
+                    continue
+                if target not in self.parent and target not in self.kernels:
+                    self.parent[target] = (dotted, "call")
+                    queue.append(target)
+
+    def _contexts_imports(self) -> None:
+        """Resolve the imports of files that hold reachable code or kernels (may ask for more modules)."""
+        modules = {self.funcs[d][0] for d in self.parent} | {self.funcs[d][0] for d in self.kernels}
+        for module in modules:
+            for local, target in self.summaries[module].get("imports", {}).items():
+                if local in _DSL_NAMES or target.rpartition(".")[2] in _DSL_NAMES:
+                    self.resolve(target)
+
+    # -- answers -------------------------------------------------------------
+
+    def chain(self, dotted: str) -> list[str]:
+        out = [dotted]
+        seen = {dotted}
+        while True:
+            parent = self.parent.get(out[-1], (None, "root"))[0]
+            if parent is None or parent in seen:
+                break
+            out.append(parent)
+            seen.add(parent)
+        out.reverse()
+        return out
+
+    def reach(self, dotted: str, module: str) -> Reach | None:
+        if dotted not in self.parent:
+            return None
+        chain = self.chain(dotted)
+        root = chain[0]
+        root_reason, guess = self.roots.get(root, ("is a capture root", False))
+
+        def show(d: str) -> str:
+            mod, qual, _ = self.funcs[d]
+            return qual if mod == module else f"{mod}.{qual}"
+
+        if len(chain) == 1:
+            reason = root_reason
+        else:
+            parent = chain[-2]
+            edge = "is defined inside" if self.parent[dotted][1] == "nested" else "is called from"
+            if len(chain) == 2:
+                reason = f"{edge} `{show(parent)}`, which {root_reason}"
+            else:
+                via = " -> ".join(show(d) for d in chain)
+                reason = f"is reachable via {via} (`{show(root)}` {root_reason})"
+        return Reach(reason, root, chain, guess)
+
+    def context(self, path: str) -> FileContext | None:
+        """What the lint of one file needs from the project, or None when the file was not summarized."""
+        module = self.names.get(path, (None,))[0]
+        summ = self.summaries.get(module) if module else None
+        if summ is None:
+            return None
+        reach = {}
+        for qual in summ.get("funcs", {}):
+            how = self.reach(f"{module}.{qual}", str(module))
+            if how is not None:
+                reach[qual] = [how.reason, how.root, how.chain, how.guess]
+        aliases: dict[str, str] = {}
+        kernels: dict[str, list[Any]] = {}
+        self._missing = set()
+        for local, target in summ.get("imports", {}).items():
+            found = self.resolve(target)
+            if found is None:
+                continue
+            if found[0] == "ext" and found[1] != target:
+                aliases[local] = found[1]
+            elif found[0] == "func" and found[1] in self.kernels and self.kernels[found[1]] == "triton":
+                rec = self.funcs[found[1]][2]
+                kernels[local] = [local, rec.get("params", []), rec.get("cx", []), found[1] in self.autotuned]
+        return FileContext(reach, aliases, kernels, bool(summ.get("broken")))
+
+    def in_scope(self, path: str) -> bool:
+        module = self.names.get(path, (None,))[0]
+        summ = self.summaries.get(module) if module else None
+        if summ is None:
+            return False
+        return any(f"{module}.{q}" in self.parent for q in summ.get("funcs", {}))
+
+    def counts(self) -> tuple[int, int]:
+        """(functions in capture scope, functions skipped as not capture-reachable)."""
+        total = sum(int(e[3] or 0) for e in self.entries.values())
+        in_scope = len(self.parent)
+        skipped = max(0, total - in_scope - len(self.kernels))
+        return in_scope, skipped
+
+    def file_facts(self, path: str) -> tuple[str | None, int]:
+        """(content digest, line count) of a Python file, as read while indexing."""
+        entry = self.entries.get(path)
+        return (entry[2], int(entry[6] or 0)) if entry else (None, 0)
+
+    def has_expect(self, path: str) -> bool:
+        module = self.names.get(path, (None,))[0]
+        return bool(module and self.summaries.get(module, {}).get("expect"))

@@ -1,0 +1,372 @@
+"""One module's facts for the project index, as plain JSON-able data.
+
+``summarize(source, module, is_package)`` parses a file (never imports it) and
+records what the project-wide pass needs, with every name written as the dotted
+name it stands for *inside this file* (imports and relative imports applied,
+module-level definitions prefixed with the module's own name):
+
+- ``imports``: local name -> dotted target of each import; ``star``: modules
+  imported with ``*``; ``alias``: module-level ``x = some.name`` bindings;
+- ``funcs``: qualified name -> facts of each function: its line, decorators,
+  the calls it makes, its ``name[...](...)`` subscript calls (kernel launches),
+  its calls to registrar-like functions with the functions they are given, the
+  calls made inside a capture region it opens (``with torch.cuda.graph(...)``,
+  ``capture_begin()``..``capture_end()``, ``make_graphed_callables``), the
+  parameters and ``tl.constexpr`` parameters (for kernels) and the reason the
+  module alone already knows it is a root (``torch.library``, ``@capturable``);
+- ``classes``: class qualified name -> its bases as dotted names;
+- ``regs``: registrar-like calls made at module or class level.
+
+Names the file cannot resolve (locals, attributes of values) are left out: the
+index never guesses what a call reaches.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from graphcheck.lint.scope import FuncInfo, ModuleIndex
+
+_FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_BUILTIN_TYPES = {
+    "int", "str", "float", "bool", "bytes", "list", "dict", "tuple", "set", "frozenset", "object", "type",
+    "complex", "Any", "Optional", "Union", "Callable", "None",
+}
+# ``Name[...](...)`` of these is a generic instantiation, never a kernel launch.
+GENERIC_FACTORIES = {
+    "defaultdict", "OrderedDict", "deque", "Counter", "ChainMap", "dict", "list", "set", "frozenset", "tuple",
+    "type", "Queue", "SimpleQueue", "WeakValueDictionary", "WeakKeyDictionary",
+}
+_CAPTURE_CONTEXTS = ("torch.cuda.graph", "torch.cuda.graphs.graph")
+
+
+def registrar_like(name: str, registrars: tuple[str, ...] = ()) -> bool:
+    """Could a call of ``name`` (dotted) register a function it is given?"""
+    last = name.rpartition(".")[2]
+    low = last.lower()
+    return ("regist" in low or "custom_op" in low or last in ("impl", "make_graphed_callables")
+            or any(name == r or name.endswith("." + r) for r in registrars))
+
+
+def type_like(node: ast.AST) -> bool:
+    """A subscript element that names a type (``str``, ``torch.Tensor``, ``list[int]``)."""
+    if isinstance(node, ast.Name):
+        return node.id in _BUILTIN_TYPES
+    if isinstance(node, ast.Constant):
+        return node.value is None or isinstance(node.value, str)
+    if isinstance(node, ast.Attribute):
+        return node.attr[:1].isupper() and node.attr not in ("T",)
+    if isinstance(node, ast.Subscript):
+        return type_like(node.value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return type_like(node.left) and type_like(node.right)
+    return False
+
+
+def generic_instantiation(func: ast.Subscript) -> bool:
+    """``defaultdict[str, int](f)``, ``list[int]()``: a typed constructor call, not a launch."""
+    base = func.value
+    name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
+    if name in GENERIC_FACTORIES:
+        return True
+    elts = func.slice.elts if isinstance(func.slice, ast.Tuple) else [func.slice]
+    return any(type_like(e) for e in elts) and all(type_like(e) or isinstance(e, ast.Name) for e in elts)
+
+
+class _Summarizer:
+    def __init__(self, tree: ast.Module, source: str, module: str, is_package: bool,
+                 registrars: tuple[str, ...]) -> None:
+        self.module = module
+        self.package = module if is_package else module.rpartition(".")[0]
+        self.registrars = registrars
+        self.index = ModuleIndex(tree, source)
+        self.tree = tree
+        self.imports: dict[str, str] = {}
+        for local, target in self.index.aliases.names.items():
+            absolute = self.absolute(target)
+            if absolute:
+                self.imports[local] = absolute
+        self.toplevel: set[str] = set(self.index.module_funcs) | {
+            s.name for s in tree.body if isinstance(s, ast.ClassDef)}
+        self.star: list[str] = []
+        self.alias: dict[str, str] = {}
+        self.classes: dict[str, list[str]] = {}
+
+    # -- names -------------------------------------------------------------
+
+    def absolute(self, target: str) -> str | None:
+        if not target.startswith("."):
+            return target
+        level = len(target) - len(target.lstrip("."))
+        rest = target[level:]
+        base = self.package.split(".") if self.package else []
+        if level - 1 > len(base):
+            return None
+        base = base[: len(base) - (level - 1)]
+        parts = [p for p in [*base, *rest.split(".")] if p]
+        return ".".join(parts) or None
+
+    def dotted(self, node: ast.AST, info: FuncInfo | None = None) -> str | None:
+        """The dotted name a ``Name``/``Attribute`` chain stands for, or None."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        parts.reverse()
+        name = node.id
+        if info is not None:
+            if name in ("self", "cls") and info.owner_class is not None:
+                cls = _class_qualname(info)
+                if cls is not None and parts:
+                    return ".".join([self.module, cls, *parts])
+                return None
+            scope: FuncInfo | None = info
+            while scope is not None:
+                for child in scope.children:
+                    if child.name == name:
+                        return ".".join([self.module, child.qualname, *parts])
+                scope = scope.parent
+        if name in self.imports:
+            return ".".join([self.imports[name], *parts])
+        if name in self.toplevel or name in self.alias:
+            return ".".join([self.module, name, *parts])
+        return None
+
+    # -- module level ------------------------------------------------------
+
+    def module_level(self) -> list[ast.stmt]:
+        """Module- and class-level statements (not function bodies), iteratively."""
+        out: list[ast.stmt] = []
+        stack: list[tuple[ast.stmt, str | None]] = [(s, None) for s in reversed(self.tree.body)]
+        while stack:
+            stmt, cls = stack.pop()
+            if isinstance(stmt, _FUNC_DEFS):
+                continue
+            if isinstance(stmt, ast.ClassDef):
+                qual = f"{cls}.{stmt.name}" if cls else stmt.name
+                self.classes[qual] = [d for d in (self.dotted(b) for b in stmt.bases) if d]
+                stack.extend((s, qual) for s in reversed(stmt.body))
+                continue
+            out.append(stmt)
+            if cls is None:
+                if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+                    target = self.absolute("." * (stmt.level or 0) + (stmt.module or ""))
+                    if target:
+                        self.star.append(target)
+                elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    name = stmt.targets[0].id
+                    if name not in self.imports and isinstance(stmt.value, (ast.Name, ast.Attribute)):
+                        target = self.dotted(stmt.value)
+                        if target and target != f"{self.module}.{name}":
+                            self.alias[name] = target
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(stmt, field, None)
+                if isinstance(block, list):
+                    stack.extend((s, cls) for s in reversed(block) if isinstance(s, ast.stmt))
+            for handler in getattr(stmt, "handlers", ()) or ():
+                stack.extend((s, cls) for s in reversed(handler.body))
+        return out
+
+    # -- calls -------------------------------------------------------------
+
+    def registration(self, call: ast.Call, callee: str, info: FuncInfo | None) -> list[Any] | None:
+        if not registrar_like(callee, self.registrars):
+            return None
+        given: list[str] = []
+        candidates: list[ast.AST] = list(call.args[:2])
+        candidates += [kw.value for kw in call.keywords if kw.arg in ("op_func", "func", "fn", "impl", "callable")]
+        for arg in candidates:
+            elts = arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg]
+            for elt in elts:
+                d = self.dotted(elt, info)
+                if d:
+                    given.append(d)
+        if not given:
+            return None
+        return [callee, given, _host_only(call)]
+
+    def function(self, info: FuncInfo) -> dict[str, Any]:
+        calls: list[str] = []
+        launches: list[list[Any]] = []
+        regs: list[list[Any]] = []
+        capture: list[list[Any]] = []
+        begin_line = None
+        captured_calls: list[tuple[int, str]] = []
+        for node in info.own_nodes():
+            if isinstance(node, (ast.With, ast.AsyncWith)):
+                for item in node.items:
+                    expr = item.context_expr
+                    if isinstance(expr, ast.Call) and (self.dotted(expr.func, info) or "") in _CAPTURE_CONTEXTS:
+                        inner = _calls_in(node.body)
+                        targets = [d for d in (self.dotted(c.func, info) for c in inner) if d]
+                        capture.append([f"with torch.cuda.graph(...) on line {node.lineno}", node.lineno,
+                                        node.end_lineno or node.lineno, targets])
+                continue
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Subscript):
+                base = self.dotted(func.value, info)
+                generic = generic_instantiation(func)
+                launches.append([base, _text_of(func.value), bool(self.index.is_launch(node)) and not generic,
+                                 generic, node.lineno])
+                continue
+            if isinstance(func, ast.Attribute) and func.attr in ("capture_begin", "capture_end"):
+                if func.attr == "capture_begin":
+                    begin_line = node.lineno
+                elif begin_line is not None:
+                    targets = [d for line, d in captured_calls if line > begin_line]
+                    capture.append([f"CUDAGraph.capture_begin() on line {begin_line}", begin_line, node.lineno,
+                                    targets])
+                    begin_line = None
+                continue
+            callee = self.dotted(func, info)
+            if callee is None:
+                continue
+            calls.append(callee)
+            captured_calls.append((node.lineno, callee))
+            if callee.rpartition(".")[2] == "make_graphed_callables" and node.args:
+                first = node.args[0]
+                elts = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
+                targets = [d for d in (self.dotted(e, info) for e in elts) if d]
+                if targets:
+                    capture.append([f"make_graphed_callables on line {node.lineno}", node.lineno, node.lineno,
+                                    targets])
+                continue
+            reg = self.registration(node, callee, info)
+            if reg is not None:
+                regs.append(reg)
+        decorators = []
+        for dec in info.node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            d = self.dotted(target, None)
+            if d:
+                decorators.append([d, isinstance(dec, ast.Call) and _host_only(dec)])
+        out: dict[str, Any] = {"line": info.node.lineno, "calls": sorted(set(calls))}
+        if decorators:
+            out["decos"] = decorators
+            out["params"] = _param_names(info.node)
+            out["cx"] = sorted(self.index._constexpr_params(info.node) | _constexpr_annotated(info.node, self))
+        if launches:
+            out["launch"] = launches
+        if regs:
+            out["regs"] = regs
+        if capture:
+            out["capture"] = capture
+        if info.root_reason:
+            out["root"] = info.root_reason
+        if info.is_method:
+            out["method"] = True
+        return out
+
+    def run(self) -> dict[str, Any]:
+        statements = self.module_level()
+        funcs = {info.qualname: self.function(info) for info in self.index.functions}
+        for name, reason in self.index._registered:
+            if name in funcs and "root" not in funcs[name]:
+                funcs[name]["root"] = reason
+        regs = []
+        for stmt in statements:
+            for node in _walk_expr(stmt):
+                if isinstance(node, ast.Call):
+                    callee = self.dotted(node.func)
+                    if callee:
+                        reg = self.registration(node, callee, None)
+                        if reg is not None:
+                            regs.append(reg)
+        out: dict[str, Any] = {"imports": self.imports, "funcs": funcs}
+        if self.star:
+            out["star"] = self.star
+        if self.alias:
+            out["alias"] = self.alias
+        if self.classes:
+            out["classes"] = self.classes
+        if regs:
+            out["regs"] = regs
+        if self.index.mentions_triton:
+            out["triton"] = True
+        if "graphcheck: expect" in self.index.source:
+            out["expect"] = True
+        return out
+
+
+def _class_qualname(info: FuncInfo) -> str | None:
+    scope: FuncInfo | None = info
+    while scope is not None and not scope.is_method:
+        scope = scope.parent
+    if scope is None:
+        return None
+    qual = scope.qualname
+    return qual.rpartition(".")[0] or None
+
+
+def _walk_expr(stmt: ast.stmt):
+    """Nodes of one module-level statement, not entering nested blocks or definitions."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.stmt, ast.Lambda)):
+                continue
+            stack.append(child)
+
+
+def _calls_in(body: list[ast.stmt]) -> list[ast.Call]:
+    out = []
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Subscript):
+            out.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _text_of(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts)) or "<kernel>"
+
+
+def _param_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    a = fn.args
+    return [arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+
+
+def _constexpr_annotated(fn: ast.FunctionDef | ast.AsyncFunctionDef, s: _Summarizer) -> set[str]:
+    out = set()
+    a = fn.args
+    for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
+        if arg.annotation is not None:
+            d = s.dotted(arg.annotation)
+            if d and d.endswith(".constexpr"):
+                out.add(arg.arg)
+    return out
+
+
+def _host_only(call: ast.Call) -> bool:
+    from graphcheck.lint.scope import _host_only_keys
+
+    return bool(_host_only_keys(call, skip=0))
+
+
+def summarize(source: str, module: str, is_package: bool, registrars: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The module's facts; a file that cannot be parsed gives an empty summary (the lint pass reports it)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {"imports": {}, "funcs": {}, "broken": True}
+    try:
+        return _Summarizer(tree, source, module, is_package, registrars).run()
+    except RecursionError:
+        return {"imports": {}, "funcs": {}, "broken": True}
