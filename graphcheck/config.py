@@ -45,7 +45,7 @@ class ConfigError(Exception):
 # Test, benchmark, example and docs trees are not library code that runs under capture.
 DEFAULT_EXCLUDE = ("tests", "test", "testing", "test_*.py", "*_test.py", "*_test.*", "conftest.py", "benchmarks",
                    "benchmark", "examples", "docs")
-DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host")
+DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host", "*_pinned")
 
 
 @dataclasses.dataclass(frozen=True)

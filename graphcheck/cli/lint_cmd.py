@@ -61,6 +61,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def scope_note(result, all_functions: bool) -> str:
+    """How many functions the Python rules checked, and how many they skipped as not capture-reachable."""
+    if all_functions:
+        return "functions checked: all (--all-functions)"
+    return (f"functions in capture scope: {result.functions_in_scope}; not capture-reachable, skipped: "
+            f"{result.functions_skipped} (--all-functions, or entry-points in [tool.graphcheck])")
+
+
 def run(args: argparse.Namespace) -> int:
     from graphcheck import config as config_mod
     from graphcheck.findings import at_or_above
@@ -97,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
 
     summary = Summary(files_checked=result.files_checked, lines=result.lines, seconds=result.seconds,
                       from_cache=result.from_cache)
+    if result.files_excluded:
+        summary.notes.append(f"{result.files_excluded} files excluded (tests, benchmarks, examples, docs; "
+                             "`default-exclude` in [tool.graphcheck], or name the path)")
+    summary.notes.append(scope_note(result, config.all_functions))
     for skipped in result.skipped:
         print(f"graphcheck lint: skipped {skipped}: not a Python or CUDA C++ file", file=sys.stderr)
 

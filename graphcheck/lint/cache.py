@@ -109,9 +109,7 @@ def valid_finding(data: Any) -> bool:
     code = data.get("code")
     if not isinstance(code, str) or code not in rules.RULES:
         return False
-    # a finding may be milder than its rule (a guessed reach or device value is a warning), never harsher
-    allowed = {"error": ("error", "warning", "info"), "warning": ("warning", "info"), "info": ("info",)}
-    if data.get("severity") not in allowed[rules.RULES[code].severity.value] or data.get("layer", "static") != "static":
+    if data.get("severity") != rules.RULES[code].severity.value or data.get("layer", "static") != "static":
         return False
     if not isinstance(data.get("message"), str) or not _is_int(data.get("line")) or not _is_int(data.get("col", 0)):
         return False

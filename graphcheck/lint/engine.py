@@ -165,6 +165,55 @@ def _lint_chunk(tasks: list[tuple], options: _Options) -> list[dict[str, Any]]:
 # --- many files ------------------------------------------------------------------------
 
 
+def _to_cache(finding: Finding) -> dict[str, Any]:
+    """A finding as stored: the rule's own severity, and a milder one the static layer chose (a guessed
+    reach or device value) kept in the evidence, so the cache validates against the rule catalog."""
+    data = {k: v for k, v in finding.to_dict().items() if k != "path"}
+    rule_severity = rules.get(finding.code).severity.value
+    if data["severity"] != rule_severity:
+        data["evidence"] = {**data.get("evidence", {}), "severity": data["severity"]}
+        data["severity"] = rule_severity
+    return data
+
+
+def _from_cache(data: dict[str, Any], display: str) -> Finding:
+    evidence = dict(data.get("evidence") or {})
+    severity = evidence.pop("severity", None) or data["severity"]
+    return Finding.from_dict({**data, "evidence": evidence, "severity": severity, "path": display})
+
+
+def _default_excluded(found: Sequence[files_mod.SourceFile], paths: Sequence["str | os.PathLike[str]"],
+                      patterns: Sequence[str]) -> set[str]:
+    """Files under a linted directory whose path *below that directory* has a folder or a name matching
+    the default excludes (tests, benchmarks, examples, docs). A path named on the command line is
+    never excluded, nor is anything below a named directory that itself matches (``graphcheck lint
+    examples`` lints the examples, ``graphcheck lint tests`` the tests)."""
+    import fnmatch
+
+    if not patterns:
+        return set()
+    cwd = os.getcwd()
+    roots = [os.path.normpath(os.path.join(cwd, os.fspath(p))) for p in paths]
+    named = set(roots)
+    # a named directory that is itself test/benchmark/example code asks for that code: no defaults below it
+    dirs = [r for r in roots if os.path.isdir(r)]
+    asked = {r for r in dirs if any(fnmatch.fnmatchcase(os.path.basename(r), p) for p in patterns)}
+    out: set[str] = set()
+    for sf in found:
+        if sf.path in named:
+            continue
+        best = None
+        for root in dirs:  # the deepest named directory holding the file
+            if sf.path.startswith(root.rstrip(os.sep) + os.sep) and (best is None or len(root) > len(best)):
+                best = root
+        if best is None or best in asked:
+            continue
+        parts = os.path.relpath(sf.path, best).split(os.sep)
+        if any(fnmatch.fnmatchcase(part, pattern) for part in parts for pattern in patterns):
+            out.add(sf.path)
+    return out
+
+
 def _matches_glob(display: str, abs_path: str, root: str, pattern: str) -> bool:
     import fnmatch
 
@@ -218,6 +267,9 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
     started = time.perf_counter()
     config = config or Config()
     discovery = files_mod.discover(paths, config)
+    excluded = _default_excluded(discovery.files, paths, config.default_exclude)
+    if excluded:
+        discovery.files = [sf for sf in discovery.files if sf.path not in excluded]
     options = _Options(config.all_functions, tuple(config.entry_points), config.max_file_size)
     jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
 
@@ -235,6 +287,8 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
     from graphcheck.lint.project import ProjectIndex
 
     contexts: dict[str, tuple[dict[str, Any] | None, str]] = {}
+    value_model = {"host_names": list(config.host_names), "guards": list(config.capture_guards)}
+    value_key = cache_mod.digest(repr(sorted(value_model.items())).encode())[:8]
     python_files = [sf.path for sf in discovery.files if sf.language == "python"]
     project = ProjectIndex(
         python_files, registrars=config.custom_op_registrars, entry_points=config.entry_points,
@@ -247,9 +301,9 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
         if sf.language == "python":
             ctx = project.context(sf.path)
             if ctx is not None:
-                context, key = ctx.to_dict(), ctx.digest()
+                context, key = {**ctx.to_dict(), **value_model}, ctx.digest() + value_key
             else:  # never summarized: nothing in it is capture-reachable
-                context, key = {"reach": {}}, "-"
+                context, key = {"reach": {}, **value_model}, "-" + value_key
             content = project.file_facts(sf.path)[0]
         if cache is not None:
             try:
@@ -258,7 +312,7 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
                 if hit and sf.language == "python" and known != f"{content}|{key}":
                     hit = False
                 if hit and trust_stat:
-                    raw[sf.path] = [Finding.from_dict({**d, "path": sf.display}) for d in cached or ()]
+                    raw[sf.path] = [_from_cache(d, sf.display) for d in cached or ()]
                     lines += cached_lines
                     from_cache += 1
                     continue
@@ -273,7 +327,7 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
         if res.get("unchanged") and cache is not None:
             _, _, _, cached = cache.lookup(sf.path, -1, -1)
             try:
-                found = [Finding.from_dict({**d, "path": sf.display}) for d in cached]  # type: ignore[union-attr]
+                found = [_from_cache(d, sf.display) for d in cached]  # type: ignore[union-attr]
                 from_cache += 1
             except Exception:  # validated on lookup, so only a bug lands here: lint the file afresh
                 found = None
@@ -284,7 +338,7 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
         lines += res["lines"]
         raw[sf.path] = found
         if cache is not None and res.get("cacheable"):
-            stored = [{k: v for k, v in f.to_dict().items() if k != "path"} for f in found]
+            stored = [_to_cache(f) for f in found]
             cache.store(sf.path, res["size"], res["mtime_ns"], res["digest"], res["lines"], stored)
     if cache is not None:
         cache.save()
@@ -306,4 +360,5 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
     in_scope, not_reachable = project.counts()
     return LintResult(findings=findings, files_checked=len(discovery.files), lines=lines, from_cache=from_cache,
                       seconds=time.perf_counter() - started, skipped=discovery.skipped,
-                      functions_in_scope=in_scope, functions_skipped=0 if config.all_functions else not_reachable)
+                      functions_in_scope=in_scope, functions_skipped=0 if config.all_functions else not_reachable,
+                      files_excluded=len(excluded))

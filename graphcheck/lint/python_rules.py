@@ -28,9 +28,11 @@ from typing import Any, Sequence
 from graphcheck import rules
 from graphcheck.findings import Finding
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
-from graphcheck.lint.values import FunctionFacts, is_builtin, is_cpu_device
+from graphcheck.lint.values import DEFAULT_HOST_NAMES, FunctionFacts, is_builtin, is_cpu_device
 
 _TEXT_LIMIT = 60
+# a reach reason that names a capture site (the kernel's first call may be inside the capture)
+_CAPTURE_SITE = re.compile(r"torch\.cuda\.graph|capture_begin|make_graphed_callables|recorded")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 # What each host read found by Facts.sync_kind does, after "`<the call>` "; {where} names the capture path.
@@ -126,6 +128,22 @@ def _local_entries(entry_points: Sequence[str], path: str) -> list[str]:
     return out
 
 
+def _rooted_in_local(node: ast.AST) -> bool:
+    """``lens[i]``, ``x.view(-1).max()``: a value reached from a local name, not an attribute of some
+    other object (``meta.lens``), whose device is anyone's guess."""
+    while True:
+        if isinstance(node, ast.Name):
+            return True
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, ast.BinOp):
+            node = node.left
+        else:
+            return False
+
+
 def _tool_finding(code: str, path: str, line: int, col: int, message: str) -> Finding:
     return rules.make_finding(code, message, path=path, line=line, col=col)
 
@@ -193,7 +211,7 @@ class _Linter:
             return
         self._seen.add(key)
         where = f" inside `{info.qualname}`"
-        severity = rules.get(code).severity
+        severity = evidence.pop("_severity", None) or rules.get(code).severity
         if isinstance(reason, list):  # from the project index: [reason, root, chain, guess]
             text, root, chain, guess = reason
             evidence = {**evidence, "root": root, "chain": chain}
@@ -201,6 +219,8 @@ class _Linter:
                 severity = "warning"
                 evidence["reach"] = "guessed"
             reason = text
+        if code == "GC404" and not _CAPTURE_SITE.search(reason or ""):
+            severity = "info"  # the first call can be a warm-up outside capture
         if reason:
             where += f", which {reason}" if message.endswith("{where}") else f" (which {reason})"
         evidence = {k: v for k, v in evidence.items() if v is not None}
@@ -222,9 +242,13 @@ class _FunctionChecker:
         self.aliases = linter.index.aliases
         self.info = info
         self.reason = reason
-        self.facts = FunctionFacts(info, linter.index)
+        ctx = linter.context or {}
+        self.facts = FunctionFacts(info, linter.index, host_names=ctx.get("host_names", DEFAULT_HOST_NAMES),
+                                   guards=ctx.get("guards", ()))
 
     def report(self, code: str, node: ast.AST, message: str, **evidence: object) -> None:
+        if self.facts.off_capture and self.facts.off_capture_path(node.lineno):  # type: ignore[attr-defined]
+            return  # guarded by `if not torch.cuda.is_current_stream_capturing():`
         self.linter.report(code, node, self.info, self.reason, message, **evidence)
 
     def t(self, node: ast.AST) -> str:
@@ -293,7 +317,11 @@ class _FunctionChecker:
 
         kind = facts.sync_kind(node)
         if kind in _SYNC_READS:
-            self.report(kind, node, f"`{self.t(node)}` " + _SYNC_READS[kind])
+            receiver = func.value if isinstance(func, ast.Attribute) else (node.args[0] if node.args else None)
+            known = receiver is not None and (kind in ("GC102", "GC111") or facts.tensorish(receiver)
+                                              or _rooted_in_local(receiver))
+            extra: dict[str, object] = {} if known else {"_severity": "warning", "device": "guessed"}
+            self.report(kind, node, f"`{self.t(node)}` " + _SYNC_READS[kind], **extra)
 
         if qual in _NONZERO or (method and attr in ("nonzero", "argwhere")) or (
                 qual == "torch.where" and len(node.args) == 1 and not node.keywords):
@@ -352,6 +380,8 @@ class _FunctionChecker:
             data = node.args[0] if node.args else next((kw.value for kw in node.keywords if kw.arg == "data"), None)
             if device is None or data is None or is_cpu_device(self.aliases, device):
                 return
+            if isinstance(data, (ast.List, ast.Tuple)) and not data.elts:
+                return  # an empty literal copies nothing
             host_data = facts.is_host_seq(data) or (
                 isinstance(data, ast.Constant) and not isinstance(data.value, str)) or (
                 facts.host_source(data) is not None)
@@ -424,6 +454,13 @@ class _FunctionChecker:
             self.report("GC401", node, f"the grid `{self.t(grid)}` of the launch of `{name}`{{where}} is computed "
                                        f"from {self._origin(source)}, a value read from the device; it is baked "
                                        "at capture", kernel=name)
+        else:
+            baked = facts.baked_source(grid)
+            if baked is not None:
+                self.report("GC401", node, f"the grid `{self.t(grid)}` of the launch of `{name}`{{where}} is "
+                                           f"computed from {self._origin(baked)}, a value read from a host tensor "
+                                           "per call; it is baked at capture", kernel=name, _severity="warning",
+                            value="host")
         args: list[tuple[str | None, ast.expr]] = []
         for i, arg in enumerate(node.args):
             param = kernel.params[i] if kernel is not None and i < len(kernel.params) else None
@@ -443,6 +480,13 @@ class _FunctionChecker:
                 self.report("GC402", arg, f"argument {label} of the launch of `{name}`{{where}} is computed from "
                                           f"{self._origin(source)}, a value read from the device; it is baked "
                                           "at capture", kernel=name, argument=param)
+                continue
+            baked = facts.baked_source(arg)
+            if baked is not None and not facts.tensorish(arg):
+                self.report("GC402", arg, f"argument {label} of the launch of `{name}`{{where}} is computed from "
+                                          f"{self._origin(baked)}, a value read from a host tensor per call; it "
+                                          "is baked at capture", kernel=name, argument=param, _severity="warning",
+                            value="host")
         if kernel is not None and kernel.autotuned:
             self.report("GC404", node, f"`{name}` is decorated with @triton.autotune and launched{{where}}; "
                                        "autotuning during capture runs benchmarks into the graph", kernel=name)
@@ -451,6 +495,8 @@ class _FunctionChecker:
         """"`n` (from `t.item()` on line 12)" for a host name, else the sync itself."""
         if isinstance(node, ast.Name):
             origin = self.facts.host_origin.get(node.id)
+            if origin is None and self.facts.has(node.id, "hostread"):
+                origin = self.facts.baked_source_of(node.id)
             if origin is not None and origin is not node:
                 return f"`{node.id}` (from `{self.t(origin)}` on line {origin.lineno})"  # type: ignore[attr-defined]
         return f"`{self.t(node)}`"
@@ -492,7 +538,12 @@ class _FunctionChecker:
             if qual in _SEED_FUNCS:
                 self.report("GC502", node, f"`{self.t(node)}` reads or sets the RNG seed or state{{where}}")
                 return
-            if qual in _TIME_FUNCS or (head == "logging" and last in _LOG_METHODS) or qual == "warnings.warn":
+            if (head == "logging" and last in _LOG_METHODS) or qual == "warnings.warn":
+                if self._formats_device_value(node):
+                    self.report("GC503", node, f"`{self.t(node)}` formats a device value{{where}}; it syncs at "
+                                               "capture and logs once, not on replay")
+                return
+            if qual in _TIME_FUNCS:
                 self.report("GC503", node, f"`{self.t(node)}` is a host side effect{{where}}; it runs at "
                                            "capture, not on replay")
                 return
@@ -503,18 +554,29 @@ class _FunctionChecker:
                 return
             if attr in _LOG_METHODS and isinstance(receiver, ast.Name) and (
                     receiver.id in _LOGGER_NAMES or receiver.id in self.index.loggers):
-                self.report("GC503", node, f"`{self.t(node)}` is a host side effect{{where}}; it runs at "
-                                           "capture, not on replay")
+                if self._formats_device_value(node):
+                    self.report("GC503", node, f"`{self.t(node)}` formats a device value{{where}}; it syncs at "
+                                               "capture and logs once, not on replay")
                 return
         elif is_builtin(self.aliases, node.func, ("print",)):
-            self.report("GC503", node, f"`{self.t(node)}` is a host side effect{{where}}; it runs at capture, "
-                                       "not on replay")
+            if self._formats_device_value(node):
+                self.report("GC503", node, f"`{self.t(node)}` prints a device value{{where}}; it syncs at capture "
+                                           "and prints once, not on replay")
             return
         for kw in node.keywords:
             if kw.arg == "generator" and self._is_cpu_generator(kw.value):
                 self.report("GC501", node, f"`{self.t(node)}` draws from CPU generator `{self.t(kw.value)}`"
                                            "{where}; the draw is baked into the graph")
                 return
+
+    def _formats_device_value(self, node: ast.Call) -> bool:
+        """A log/print call whose arguments (or f-string parts) hold a device tensor."""
+        for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+            parts = [v.value for v in arg.values if isinstance(v, ast.FormattedValue)] if isinstance(
+                arg, ast.JoinedStr) else [arg]
+            if any(self.facts.tensorish(p) for p in parts):
+                return True
+        return False
 
     def _is_generator(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Name):

@@ -24,7 +24,8 @@ use is not a tensor, so rules that need a tensor stay quiet on it.
 from __future__ import annotations
 
 import ast
-from typing import Iterable
+import fnmatch
+from typing import Iterable, Sequence
 
 from graphcheck.lint.aliases import Aliases
 from graphcheck.lint.scope import FuncInfo, ModuleIndex
@@ -78,6 +79,11 @@ _IDENTITY_OPS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 _SEQ_NODES = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.Set)
 _SEQ_ANNOTATIONS = {"list", "List", "tuple", "Tuple", "Sequence", "int", "float", "Iterable"}
 _HOST_TENSOR_CTORS = {"torch.tensor", "torch.as_tensor", "torch.from_numpy"}
+# Tensor metadata fixed for a captured call: never a per-call value for a constexpr.
+_STRUCTURE_ATTRS = SHAPE_ATTRS | {"requires_grad", "nbytes", "is_leaf", "is_sparse", "is_quantized", "names", "ndim"}
+_STRUCTURE_METHODS = {"is_floating_point", "is_complex", "is_contiguous", "element_size", "get_device",
+                      "data_ptr", "is_signed", "requires_grad_", "nbytes"}
+DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host", "*_pinned")
 
 
 def is_builtin(aliases: Aliases, node: ast.AST, names: Iterable[str]) -> bool:
@@ -87,14 +93,25 @@ def is_builtin(aliases: Aliases, node: ast.AST, names: Iterable[str]) -> bool:
 class FunctionFacts:
     """Kinds of the local names of one function, and expression predicates."""
 
-    def __init__(self, info: FuncInfo, index: ModuleIndex) -> None:
+    def __init__(self, info: FuncInfo, index: ModuleIndex, host_names: Sequence[str] = DEFAULT_HOST_NAMES,
+                 guards: Sequence[str] = ()) -> None:
         self.info = info
         self.index = index
         self.aliases = index.aliases
         self.kinds: dict[str, set[str]] = {}
         self.host_origin: dict[str, ast.AST] = {}
+        self._baked_origin: dict[str, ast.AST] = {}
+        self.host_names = tuple(host_names)
+        self._host_name_memo: dict[str, bool] = {}
         self._params(info.node)
         nodes = info.own_nodes()
+        # branches: (first line, last line, name, what the test says the name is there)
+        self.narrowed: list[tuple[int, int, str, str]] = []
+        # line ranges that never run under capture (guarded by is_current_stream_capturing)
+        self.off_capture: list[tuple[int, int]] = []
+        for node in nodes:
+            if isinstance(node, ast.If):
+                self._branches(node, guards)
         called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
         for node in nodes:
             if isinstance(node, ast.Attribute) and node.attr in TENSOR_HINT_ATTRS and isinstance(node.value, ast.Name):
@@ -116,6 +133,163 @@ class FunctionFacts:
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
                 self._bind_loop(node.target, node.iter)
 
+    # -- branches ----------------------------------------------------------
+
+    def _branches(self, node: ast.If, guards: Sequence[str]) -> None:
+        body = (node.body[0].lineno, _last_line(node.body))
+        orelse = (node.orelse[0].lineno, _last_line(node.orelse)) if node.orelse else None
+        test, negated = node.test, False
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, not negated
+        capturing = self._is_capture_test(test, guards)
+        if capturing:
+            off = orelse if not negated else body
+            if off is not None:
+                self.off_capture.append(off)
+            return
+        facts = []  # (name, state when the test is true, state when false)
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and not negated else [test]
+        for part in parts:
+            fact = self._narrowing(part)
+            if fact is not None:
+                facts.append(fact)
+        fn_end = getattr(self.info.node, "end_lineno", None) or body[1]
+        for name, yes, no in facts:
+            if negated:
+                yes, no = no, yes
+            if yes:
+                self.narrowed.append((*body, name, yes))
+            if yes == "tensor" and _rebinds(node.body, name):
+                # `if isinstance(p, Tensor): p = tuple(p.tolist())`: after the branch p is no tensor
+                self.narrowed.append((_last_line(node.body) + 1, fn_end, name, "nottensor"))
+            if no and orelse is not None and len(parts) == 1:
+                self.narrowed.append((*orelse, name, no))
+
+    def _is_capture_test(self, test: ast.AST, guards: Sequence[str]) -> bool:
+        if not isinstance(test, ast.Call):
+            return False
+        qual = self.aliases.resolve(test.func) or ""
+        last = qual.rpartition(".")[2] if qual else getattr(test.func, "attr", getattr(test.func, "id", ""))
+        if last == "is_current_stream_capturing":
+            return True
+        return any(g == qual or g == last or qual.endswith("." + g) for g in guards)
+
+    def _narrowing(self, test: ast.AST) -> tuple[str, str | None, str | None] | None:
+        """``isinstance(x, T)`` / ``x is None``: (name, what x is if true, what x is if false)."""
+        if isinstance(test, ast.Call) and is_builtin(self.aliases, test.func, ("isinstance",)) and len(test.args) == 2:
+            name, kind = test.args
+            if not isinstance(name, ast.Name):
+                return None
+            types = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+            tensor = any((self.aliases.resolve(t) or getattr(t, "attr", getattr(t, "id", ""))).endswith("Tensor")
+                         for t in types)
+            if tensor:
+                return (name.id, "tensor", "nottensor")
+            return (name.id, "nottensor", None)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name):
+            right = test.comparators[0]
+            if isinstance(right, ast.Constant) and right.value is None:
+                if isinstance(test.ops[0], ast.Is):
+                    return (test.left.id, "nottensor", None)
+                if isinstance(test.ops[0], ast.IsNot):
+                    return (test.left.id, None, "nottensor")
+        return None
+
+    def narrowed_at(self, name: str, line: int) -> str | None:
+        state = None
+        for start, end, n, what in self.narrowed:
+            if n == name and start <= line <= end:
+                state = what  # the innermost (latest) branch wins
+        return state
+
+    def in_guarded_branch(self, line: int) -> bool:
+        return any(start <= line <= end for start, end, _, _ in self.narrowed)
+
+    def off_capture_path(self, line: int) -> bool:
+        return any(start <= line <= end for start, end in self.off_capture)
+
+    # -- host values ---------------------------------------------------------
+
+    def host_named(self, name: str) -> bool:
+        hit = self._host_name_memo.get(name)
+        if hit is None:
+            hit = self._host_name_memo[name] = any(fnmatch.fnmatchcase(name, p) for p in self.host_names)
+        return hit
+
+    def is_host_value(self, node: ast.AST, depth: int = 0) -> bool:
+        """Does ``node`` hold a host (CPU or numpy) value, so reading it needs no device sync?"""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(node, ast.Name):
+            return self.has(node.id, "hostval") or self.host_named(node.id)
+        if isinstance(node, ast.Attribute):
+            return self.host_named(node.attr) or (node.attr in TENSOR_VIEW_ATTRS
+                                                  and self.is_host_value(node.value, depth + 1))
+        if isinstance(node, ast.Subscript):
+            return self.is_host_value(node.value, depth + 1)
+        if isinstance(node, ast.BinOp):
+            sides = (node.left, node.right)
+            return any(self.is_host_value(s, depth + 1) for s in sides) and not any(
+                self.tensorish(s, depth + 1) for s in sides)
+        if isinstance(node, ast.UnaryOp):
+            return self.is_host_value(node.operand, depth + 1)
+        if isinstance(node, ast.Call):
+            func = node.func
+            qual = self.aliases.resolve(func)
+            if qual is not None:
+                if qual.split(".", 1)[0] in ("numpy", "np"):
+                    return True
+                return self.host_tensor_call(node)
+            if isinstance(func, ast.Attribute):
+                attr = func.attr
+                if attr in ("cpu", "numpy", "tolist") and not node.args:
+                    return True
+                if attr == "to":
+                    return self.to_cpu(node) or (self.is_host_value(func.value, depth + 1) and not self._moves(node))
+                if attr in ("cuda", "pin_memory"):
+                    return attr == "pin_memory"
+                return self.is_host_value(func.value, depth + 1)
+        return False
+
+    def _moves(self, node: ast.Call) -> bool:
+        """``.to(x)`` with a device argument (not a dtype)."""
+        target = _kw(node, "device") or (node.args[0] if node.args else None)
+        if target is None:
+            return False
+        if isinstance(target, ast.Constant):
+            return isinstance(target.value, (str, int)) and not isinstance(target.value, bool)
+        qual = self.aliases.resolve(target)
+        if qual is not None and qual.startswith("torch.") and qual != "torch.device":
+            return False
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        return "dtype" not in name.lower()
+
+    def baked_source(self, expr: ast.AST) -> ast.AST | None:
+        """A read of a host tensor or array (``x_cpu.max().item()``) that ``expr`` derives from, or None.
+
+        Not a sync, but the value is fixed when a graph is captured."""
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Call) and self._host_read(node):
+                return node
+            if isinstance(node, ast.Name) and self.has(node.id, "hostread"):
+                return node
+            stack.extend(ast.iter_child_nodes(node))
+        return None
+
+    def baked_source_of(self, name: str) -> ast.AST | None:
+        return self._baked_origin.get(name)
+
+    def _host_read(self, node: ast.Call) -> bool:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and not node.args:
+            return self.is_host_value(func.value)
+        if isinstance(func, ast.Name) and len(node.args) == 1 and is_builtin(self.aliases, func, ("int", "float")):
+            arg = node.args[0]
+            return self.is_host_value(arg) and not isinstance(arg, (ast.Name, ast.Attribute))
+        return False
+
     # -- building ----------------------------------------------------------
 
     def _add(self, name: str, kind: str) -> None:
@@ -134,11 +308,15 @@ class FunctionFacts:
 
     def _bind(self, target: ast.AST, value: ast.expr) -> None:
         kinds = self.classify(value)
+        if self.in_guarded_branch(getattr(value, "lineno", 0)):
+            kinds.discard("host")  # a value read under an isinstance/None test does not taint the rest
         if isinstance(target, ast.Name):
             for kind in kinds:
                 self._add(target.id, kind)
             if "host" in kinds and target.id not in self.host_origin:
                 self.host_origin[target.id] = self.host_source(value) or value
+            if "hostread" in kinds and target.id not in self._baked_origin:
+                self._baked_origin[target.id] = self.baked_source(value) or value
         elif isinstance(target, (ast.Tuple, ast.List)):
             elem_kinds = kinds - {"hostseq", "hosttensor", "pinned", "cpugen", "event"}
             for elt in target.elts:
@@ -168,6 +346,10 @@ class FunctionFacts:
         kinds: set[str] = set()
         if self.host_source(value) is not None:
             kinds.add("host")
+        if self.is_host_value(value):
+            kinds.add("hostval")
+        if self.baked_source(value) is not None:
+            kinds.add("hostread")
         if self.tensorish(value):
             kinds.add("tensor")
         if self.is_mask(value, strict=True):
@@ -198,8 +380,14 @@ class FunctionFacts:
         if depth > _MAX_DEPTH:
             return False
         if isinstance(node, ast.Name):
+            if self.has(node.id, "hostval") or self.host_named(node.id):
+                return False
+            if self.narrowed and self.narrowed_at(node.id, node.lineno) == "nottensor":
+                return False
             return self.has(node.id, "tensor")
         if isinstance(node, ast.Attribute):
+            if self.host_named(node.attr):
+                return False
             return node.attr in TENSOR_VIEW_ATTRS and self.tensorish(node.value, depth + 1)
         if isinstance(node, ast.Subscript):
             return self.tensorish(node.value, depth + 1)
@@ -228,6 +416,12 @@ class FunctionFacts:
                     and not name.startswith(_PREDICATE_PREFIXES))
         if isinstance(func, ast.Attribute):
             if func.attr in NON_TENSOR_METHODS or func.attr.startswith(_PREDICATE_PREFIXES):
+                return False
+            if func.attr in ("cpu", "tolist") or (func.attr == "to" and self.to_cpu(node)):
+                return False
+            if func.attr == "cuda" or (func.attr == "to" and self._moves(node)):
+                return self.tensorish(func.value, depth + 1) or self.is_host_value(func.value, depth + 1)
+            if self.is_host_value(func.value, depth + 1):
                 return False
             if func.attr in REDUCTIONS:
                 return qual is None  # `t.sum()`, not a module function such as `np.max`
@@ -270,6 +464,8 @@ class FunctionFacts:
         func = node.func
         if isinstance(func, ast.Attribute):
             attr = func.attr
+            if attr in ("item", "tolist", "cpu", "numpy", "to") and self.is_host_value(func.value):
+                return None  # reading a host tensor or array does not touch the device
             if attr == "item" and not node.args and not node.keywords:
                 return "GC101"
             if attr == "tolist" and not node.args and not node.keywords:
@@ -320,13 +516,19 @@ class FunctionFacts:
         stack = [expr]
         while stack:
             node = stack.pop()
-            if isinstance(node, ast.Attribute) and node.attr in SHAPE_ATTRS:
+            if isinstance(node, ast.Attribute) and node.attr in _STRUCTURE_ATTRS:
                 continue
+            if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+                continue  # `x is None`: fixed by the call's structure, not by tensor values
             if isinstance(node, ast.Call):
                 func = node.func
-                if isinstance(func, ast.Attribute) and func.attr in SHAPE_METHODS:
+                if isinstance(func, ast.Attribute) and (func.attr in SHAPE_METHODS or func.attr in _STRUCTURE_METHODS
+                                                        or func.attr.startswith(("is_", "has_"))):
                     continue
-                if is_builtin(self.aliases, func, ("len",)):
+                if is_builtin(self.aliases, func, ("len", "isinstance", "hasattr", "type")):
+                    continue
+                qual = self.aliases.resolve(func) or ""
+                if qual.rpartition(".")[2].startswith(("is_", "has_")) or qual.rpartition(".")[2] in _STRUCTURE_METHODS:
                     continue
                 if not loop_only and self.sync_kind(node) is not None:
                     return "derives from a value synchronized to the host"
@@ -334,8 +536,10 @@ class FunctionFacts:
                     return "is a tensor value"
             if isinstance(node, ast.Name):
                 kinds = self.kinds.get(node.id, ())
-                if "loop" in kinds:
-                    return f"changes every iteration of the loop over `{node.id}`"
+                if "loop" in kinds and ("host" in kinds or "tensor" in kinds or "hostread" in kinds):
+                    return f"changes every iteration of a loop over values read at run time (`{node.id}`)"
+                if not loop_only and "hostread" in kinds and "host" not in kinds:
+                    return f"derives from `{node.id}`, a value read from a host tensor per call"
                 if not loop_only:
                     if "host" in kinds:
                         return f"derives from `{node.id}`, a value synchronized to the host"
@@ -383,6 +587,24 @@ class FunctionFacts:
                 return True
             return _kw_true(node, "pin_memory")
         return isinstance(node, ast.Name) and self.has(node.id, "pinned")
+
+
+def _rebinds(block: list[ast.stmt], name: str) -> bool:
+    for stmt in block:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+            value = stmt.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in (
+                    "tuple", "list", "int", "float", "bool"):
+                return True
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in (
+                    "tolist", "item"):
+                return True
+    return False
+
+
+def _last_line(block: list[ast.stmt]) -> int:
+    last = block[-1]
+    return getattr(last, "end_lineno", None) or last.lineno
 
 
 def _annotation_text(node: ast.AST) -> str:

@@ -185,7 +185,7 @@ def test_select_ignore_and_per_file_ignores(tree):
     write(tree / "a.py", "t.item()\n")
     write(tree / "tests" / "t.py", "t.item()\n")
     write(tree / "k.cu", BAD_CU)
-    run = lambda **kw: summary(lint_paths(["."], Config(root=tree, **kw), use_cache=False))  # noqa: E731
+    run = lambda **kw: summary(lint_paths(["."], Config(root=tree, default_exclude=(), **kw), use_cache=False))  # noqa: E731
     assert run(select=("GC1",)) == [("a.py", 1, "GC101"), ("tests/t.py", 1, "GC101")]
     assert run(ignore=("GC201",)) == [("a.py", 1, "GC101"), ("tests/t.py", 1, "GC101")]
     assert run(per_file_ignores=(("tests/*", ("GC101",)),)) == [("a.py", 1, "GC101"), ("k.cu", 2, "GC201")]

@@ -1,0 +1,91 @@
+"""Default excludes (tests, benchmarks, examples, docs) and the scope counts a "No findings." carries.
+
+A path named on the command line is never dropped by the defaults, and the
+defaults match below the named directory, so ``graphcheck lint examples`` still
+lints the examples.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from graphcheck.cli import main
+from graphcheck.config import Config
+from graphcheck.lint.engine import lint_paths
+
+BAD = textwrap.dedent('''
+    import triton
+
+    @triton.jit
+    def k(x):
+        pass
+
+    def launch(x, lens):
+        n = lens.max().item()
+        k[(1,)](x)
+''')
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for rel in ["pkg/ops.py", "tests/test_ops.py", "pkg/tests/helper.py", "benchmarks/bench.py", "examples/ex.py",
+                "docs/snippet.py", "pkg/test_thing.py", "pkg/thing_test.py", "csrc/kern_test.cu"]:
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(BAD if rel.endswith(".py") else "void f(float* x) {\n  k<<<1, 32>>>(x);\n}\n")
+    return tmp_path
+
+
+def files_with_findings(result):
+    return sorted({Path(f.path).as_posix() for f in result.findings})
+
+
+def test_tests_benchmarks_examples_docs_are_excluded_under_a_linted_directory(tree):
+    result = lint_paths(["."], Config(root=tree), use_cache=False, jobs=1)
+    assert files_with_findings(result) == ["pkg/ops.py"]
+    assert result.files_excluded == 8
+
+
+def test_a_named_directory_or_file_is_never_excluded(tree):
+    result = lint_paths(["examples", "tests/test_ops.py"], Config(root=tree), use_cache=False, jobs=1)
+    assert files_with_findings(result) == ["examples/ex.py", "tests/test_ops.py"]
+    assert result.files_excluded == 0
+
+
+def test_defaults_match_below_the_named_root(tree):
+    # the named root's own name ("tests") does not exclude what is below it
+    result = lint_paths(["tests"], Config(root=tree), use_cache=False, jobs=1)
+    assert files_with_findings(result) == ["tests/test_ops.py"]
+
+
+def test_default_exclude_is_configurable(tree):
+    result = lint_paths(["."], Config(root=tree, default_exclude=()), use_cache=False, jobs=1)
+    assert len(files_with_findings(result)) == 9
+    (tree / "pyproject.toml").write_text('[tool.graphcheck]\ndefault-exclude = ["docs"]\n')
+    from graphcheck.config import discover
+
+    result = lint_paths(["."], discover(str(tree)), use_cache=False, jobs=1)
+    assert "docs/snippet.py" not in files_with_findings(result)
+    assert "tests/test_ops.py" in files_with_findings(result)
+
+
+def test_no_findings_says_how_many_functions_were_in_scope_and_skipped(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ops.py").write_text("def wrapper(t):\n    return t.item()\n\ndef other():\n    pass\n")
+    assert main(["lint", "ops.py", "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "No findings." in out
+    assert "functions in capture scope: 0; not capture-reachable, skipped: 2" in out
+    assert main(["lint", "ops.py", "--no-cache", "--all-functions"]) == 1
+
+
+def test_excluded_count_is_reported(tree, capsys):
+    main(["lint", ".", "--no-cache", "--exit-zero"])
+    out = capsys.readouterr().out
+    assert "8 files excluded" in out
+    assert os.path.exists(tree / "pkg" / "ops.py")
