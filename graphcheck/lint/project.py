@@ -53,6 +53,7 @@ _DEF_LINE = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]", re.MULTILINE)
 _CACHE_FILE = "index-v1.json"
 _FORMAT = 1
 _MAX_ROUNDS = 64
+_NOT_A_ROOT = re.compile(r"^(test_|bench_|benchmark|run_benchmark|main$|_main$|profile_)")
 # imported names worth following through re-exports when they are not called (kernel DSL modules)
 _DSL_NAMES = {"triton", "tl", "language", "libdevice", "tldevice", "cute", "cutlass", "ct", "tile", "torch"}
 _MAX_DEPTH = 24
@@ -457,6 +458,8 @@ class ProjectIndex:
         def add(dotted: str, reason: str, guess: bool = False) -> None:
             if dotted in self.kernels:
                 return
+            if reason not in ("is a configured entry point",) and _NOT_A_ROOT.match(dotted.rpartition(".")[2]):
+                return  # a test, benchmark or script main that launches a kernel is not captured code
             old = self.roots.get(dotted)
             if old is None or (old[1] and not guess):
                 self.roots[dotted] = (reason, guess)

@@ -112,6 +112,7 @@ class FunctionFacts:
         for node in nodes:
             if isinstance(node, ast.If):
                 self._branches(node, guards)
+        self.first_call_after = _memo_return(info.node)
         called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
         for node in nodes:
             if isinstance(node, ast.Attribute) and node.attr in TENSOR_HINT_ATTRS and isinstance(node.value, ast.Name):
@@ -587,6 +588,21 @@ class FunctionFacts:
                 return True
             return _kw_true(node, "pin_memory")
         return isinstance(node, ast.Name) and self.has(node.id, "pinned")
+
+
+def _memo_return(fn: ast.AST) -> int | None:
+    """The last line of a memo lookup that returns early (``if (v := CACHE.get(key)) is not None: return v``,
+    ``if key in CACHE: return CACHE[key]``): what follows runs on a cache miss, in practice the first call."""
+    for stmt in getattr(fn, "body", ()):
+        if not (isinstance(stmt, ast.If) and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Return)
+                and not stmt.orelse):
+            continue
+        test = stmt.test
+        lookup = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
+                     for n in ast.walk(test)) or (isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.In))
+        if lookup:
+            return stmt.end_lineno or stmt.lineno
+    return None
 
 
 def _rebinds(block: list[ast.stmt], name: str) -> bool:

@@ -380,3 +380,26 @@ def test_context_change_invalidates_the_lint_cache(tmp_path, monkeypatch, cached
     (root / "c/runner.py").write_text(
         "import torch\nfrom c.model import step\n\ndef cap(g, x):\n    with torch.cuda.graph(g):\n        step(x)\n")
     assert codes(lint_paths([str(root)], cfg, jobs=1, use_cache=cached).findings) == [("model.py", 2, "GC101")]
+
+
+def test_tests_and_benchmarks_inside_library_files_are_not_roots(tmp_path):
+    files = {"lib/__init__.py": "", "lib/attn.py": """\
+        import triton
+
+        @triton.jit
+        def kern(x):
+            pass
+
+        def test_kernel(x, lens):
+            total = lens.sum().item()
+            kern[(1,)](x)
+
+        def benchmark_kernel(x, lens):
+            torch.cuda.synchronize()
+            kern[(1,)](x)
+
+        def forward(x, lens):
+            total = lens.sum().item()
+            kern[(1,)](x)
+    """}
+    assert codes(lint(make(tmp_path, files))) == [("attn.py", 16, "GC101")]

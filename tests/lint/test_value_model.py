@@ -313,3 +313,24 @@ def test_autotune_is_a_warning_when_reached_from_a_capture_site():
     ctx = {"reach": {"launch": ["is called inside `with torch.cuda.graph(...)` in `run`", "r.run", ["m.launch"],
                                 False]}}
     assert [(f.code, f.severity) for f in lint_python(src, "m.py", context=ctx)] == [("GC404", "warning")]
+
+
+# -- memoized first-call paths ---------------------------------------------------------------
+
+@pytest.mark.parametrize("lookup", [
+    "if (ptr := _CACHE.get(key)) is not None:\n        return ptr",
+    "if key in _CACHE:\n        return _CACHE[key]",
+])
+def test_code_after_a_memo_lookup_is_a_warning(lookup):
+    body = ("_CACHE = {}\n\ndef get_ptr(ws, device, x):\n    key = tuple(w.data_ptr() for w in ws)\n    "
+            + lookup + "\n    ptr = torch.tensor([w.data_ptr() for w in ws], device=device)\n"
+            "    _CACHE[key] = ptr\n    kern[(1,)](x, 1, HAS_BIAS=True, BLOCK=64)\n    return ptr\n")
+    found = lint_python(KERNEL + body, "m.py")
+    assert [(f.code, f.severity) for f in found] == [("GC301", "warning")]
+    assert found[0].evidence["path"] == "cache miss"
+
+
+def test_the_same_copy_without_a_memo_is_an_error():
+    body = ("def get_ptr(ws, device, x):\n    ptr = torch.tensor([w.data_ptr() for w in ws], device=device)\n"
+            "    kern[(1,)](x, 1, HAS_BIAS=True, BLOCK=64)\n    return ptr\n")
+    assert [(f.code, f.severity) for f in lint_python(KERNEL + body, "m.py")] == [("GC301", "error")]
