@@ -336,8 +336,6 @@ class ModuleIndex:
         base = func.value
         if isinstance(base, ast.Name) and base.id in self.kernels:
             return True
-        from graphcheck.lint.summary import generic_instantiation
-
         if generic_instantiation(func):
             return False
         if not _looks_like_grid(func.slice):
@@ -469,3 +467,37 @@ def may_be_reachable(source: str, entry_points: Sequence[str]) -> bool:
     return False
 
 
+_BUILTIN_TYPES = {
+    "int", "str", "float", "bool", "bytes", "list", "dict", "tuple", "set", "frozenset", "object", "type",
+    "complex", "Any", "Optional", "Union", "Callable", "None",
+}
+# ``Name[...](...)`` of these is a generic instantiation, never a kernel launch.
+GENERIC_FACTORIES = {
+    "defaultdict", "OrderedDict", "deque", "Counter", "ChainMap", "dict", "list", "set", "frozenset", "tuple",
+    "type", "Queue", "SimpleQueue", "WeakValueDictionary", "WeakKeyDictionary",
+}
+
+
+def type_like(node: ast.AST) -> bool:
+    """A subscript element that names a type (``str``, ``torch.Tensor``, ``list[int]``)."""
+    if isinstance(node, ast.Name):
+        return node.id in _BUILTIN_TYPES
+    if isinstance(node, ast.Constant):
+        return node.value is None or isinstance(node.value, str)
+    if isinstance(node, ast.Attribute):
+        return node.attr[:1].isupper() and node.attr not in ("T",)
+    if isinstance(node, ast.Subscript):
+        return type_like(node.value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return type_like(node.left) and type_like(node.right)
+    return False
+
+
+def generic_instantiation(func: ast.Subscript) -> bool:
+    """``defaultdict[str, int](f)``, ``list[int]()``: a typed constructor call, not a launch."""
+    base = func.value
+    name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
+    if name in GENERIC_FACTORIES:
+        return True
+    elts = func.slice.elts if isinstance(func.slice, ast.Tuple) else [func.slice]
+    return any(type_like(e) for e in elts) and all(type_like(e) or isinstance(e, ast.Name) for e in elts)

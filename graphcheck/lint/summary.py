@@ -26,18 +26,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from graphcheck.lint.scope import FuncInfo, ModuleIndex
+from graphcheck.lint.scope import FuncInfo, ModuleIndex, generic_instantiation
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_BUILTIN_TYPES = {
-    "int", "str", "float", "bool", "bytes", "list", "dict", "tuple", "set", "frozenset", "object", "type",
-    "complex", "Any", "Optional", "Union", "Callable", "None",
-}
-# ``Name[...](...)`` of these is a generic instantiation, never a kernel launch.
-GENERIC_FACTORIES = {
-    "defaultdict", "OrderedDict", "deque", "Counter", "ChainMap", "dict", "list", "set", "frozenset", "tuple",
-    "type", "Queue", "SimpleQueue", "WeakValueDictionary", "WeakKeyDictionary",
-}
 _CAPTURE_CONTEXTS = ("torch.cuda.graph", "torch.cuda.graphs.graph")
 
 
@@ -47,31 +38,6 @@ def registrar_like(name: str, registrars: tuple[str, ...] = ()) -> bool:
     low = last.lower()
     return ("regist" in low or "custom_op" in low or last in ("impl", "make_graphed_callables")
             or any(name == r or name.endswith("." + r) for r in registrars))
-
-
-def type_like(node: ast.AST) -> bool:
-    """A subscript element that names a type (``str``, ``torch.Tensor``, ``list[int]``)."""
-    if isinstance(node, ast.Name):
-        return node.id in _BUILTIN_TYPES
-    if isinstance(node, ast.Constant):
-        return node.value is None or isinstance(node.value, str)
-    if isinstance(node, ast.Attribute):
-        return node.attr[:1].isupper() and node.attr not in ("T",)
-    if isinstance(node, ast.Subscript):
-        return type_like(node.value)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return type_like(node.left) and type_like(node.right)
-    return False
-
-
-def generic_instantiation(func: ast.Subscript) -> bool:
-    """``defaultdict[str, int](f)``, ``list[int]()``: a typed constructor call, not a launch."""
-    base = func.value
-    name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
-    if name in GENERIC_FACTORIES:
-        return True
-    elts = func.slice.elts if isinstance(func.slice, ast.Tuple) else [func.slice]
-    return any(type_like(e) for e in elts) and all(type_like(e) or isinstance(e, ast.Name) for e in elts)
 
 
 class _Summarizer:
