@@ -28,12 +28,7 @@ BAR = 0.90
 
 # case -> (side, reason) for what the default scope misses today
 KNOWN_GAPS: dict[str, tuple[str, str]] = {
-    "pytorch_78549_syncbn_mask": ("buggy", "autograd.Function.forward is not a capture root"),
-    "flash_attention_31018c5_rng_state": ("buggy", "autograd.Function forward/backward are not capture roots"),
-    "flashinfer_2132_sampling_seed": ("buggy", "a registrar wrapping torch.library.custom_op is not a root"),
-    "flashinfer_2841_fmha_v2_scale": ("buggy", "a wrapper that calls a JIT extension's run() is not a root"),
     "sglang_1253_sampler_sync": ("buggy", "the sampler is captured by the engine's graph runner, not a root here"),
-    "sglang_4691_flashmla_seq_lens": ("fixed", "`seq_lens_cpu` is not known to be a host tensor"),
 }
 
 

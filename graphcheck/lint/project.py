@@ -48,12 +48,13 @@ from graphcheck.lint.scope import (
 
 ROOT_TOKENS = ("triton", "torch.library", "custom_op", "register_kernel", "capturable", ".impl(",
                "cuda.graph", "CUDAGraph", "make_graphed_callables", "capture_begin", "cutlass", "cuda.tile",
-               "graphcheck: expect")
+               "graphcheck: expect", "autograd", "module().")
 _DEF_LINE = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]", re.MULTILINE)
 _CACHE_FILE = "index-v1.json"
 _FORMAT = 1
 _MAX_ROUNDS = 64
-_NOT_A_ROOT = re.compile(r"^(test_|bench_|benchmark|run_benchmark|main$|_main$|profile_)")
+_NOT_A_ROOT = re.compile(r"^(test_|bench_|benchmark|run_benchmark|main$|_main$|profile_|timeit$)")
+_AUTOGRAD_FUNCTION = {"torch.autograd.Function", "torch.autograd.function.Function"}
 # imported names worth following through re-exports when they are not called (kernel DSL modules)
 _DSL_NAMES = {"triton", "tl", "language", "libdevice", "tldevice", "cute", "cutlass", "ct", "tile", "torch"}
 _MAX_DEPTH = 24
@@ -494,6 +495,10 @@ class ProjectIndex:
                     add(dotted, "compiles a CuTe-DSL kernel with `cute.compile`")
                 elif self.kernels.get(canon) == "cute":
                     add(dotted, f"launches CuTe-DSL kernel `{canon.rpartition('.')[2]}`")
+            for loader, op in rec.get("ext_ops", ()):
+                found = self.resolve(loader)
+                if found is not None and found[0] == "func" and self._is_module_loader(found[1]):
+                    add(dotted, f"calls extension op `{found[1].rpartition('.')[2]}().{op}`")
             for site, _start, _end, targets in rec.get("capture", ()):
                 for target in targets:
                     found = self.resolve(target)
@@ -513,6 +518,13 @@ class ProjectIndex:
                     found = self.resolve(target)
                     if found is not None and found[0] == "func":
                         add(found[1], f"is registered as a custom op with `{callee.rpartition('.')[2]}`")
+        for cls, bases in self.classes.items():
+            if any(self.canonical(b) in _AUTOGRAD_FUNCTION for b in bases):
+                for method in ("forward", "backward"):
+                    if f"{cls}.{method}" in self.funcs:
+                        add(f"{cls}.{method}", f"is the {method} of torch.autograd.Function "
+                                               f"`{cls.rpartition('.')[2]}` (captured by make_graphed_callables "
+                                               "and compiled graphs)")
         for entry in self.entry_points:
             for dotted in self._entry_matches(entry):
                 add(dotted, "is a configured entry point")
@@ -522,6 +534,14 @@ class ProjectIndex:
                 dotted = f"{self.names[path][0]}.{extra.qualname}"
                 if dotted in self.funcs:
                     add(dotted, extra.reason)
+
+    def _is_module_loader(self, dotted: str) -> bool:
+        """A cached function that builds or loads a compiled extension (``@functools.cache def get_x_module()``)."""
+        name = dotted.rpartition(".")[2].lower()
+        if "module" not in name and "jit" not in name:
+            return False
+        decos = [self.canonical(d) for d, _ in self.funcs[dotted][2].get("decos", ())]
+        return any(d in ("functools.cache", "functools.lru_cache") for d in decos)
 
     def _entry_matches(self, entry: str) -> list[str]:
         if ":" in entry:

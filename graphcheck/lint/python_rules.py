@@ -57,6 +57,9 @@ _ALLOCATORS = {"torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.
                "torch.arange", "torch.rand", "torch.randn", "torch.randint", "torch.randperm",
                "torch.linspace", "torch.eye"}
 _ALLOC_METHODS = {"new_empty", "new_zeros", "new_ones", "new_full"}
+# calls that put no kernel on the current stream (a side-stream block made only of these joins nothing)
+_NO_DEVICE_WORK = {"empty", "empty_like", "empty_strided", "record_stream", "record", "record_event", "wait_stream",
+                   "wait_event", "current_stream", "len", "range", "int", "size", "dim", "data_ptr"}
 _SEED_FUNCS = {f"{m}.{f}" for m in ("torch", "torch.random", "torch.cuda", "torch.cuda.random")
                for f in ("manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed",
                          "get_rng_state", "get_rng_state_all", "set_rng_state", "set_rng_state_all")}
@@ -481,6 +484,8 @@ class _FunctionChecker:
                                               f"which {why}: it recompiles per value and is baked at capture",
                                 kernel=name, argument=param)
                 continue
+            if facts.tensorish(arg) and not isinstance(arg, ast.Call):
+                continue  # a tensor passes its address, which a host-sized allocation does not change per replay
             source = facts.host_source(arg)
             if source is not None:
                 self.report("GC402", arg, f"argument {label} of the launch of `{name}`{{where}} is computed from "
@@ -518,8 +523,22 @@ class _FunctionChecker:
                     continue  # entering the current stream forks nothing
                 if isinstance(arg, ast.Constant) and arg.value is None:
                     continue
+                if not self._does_device_work(node.body):
+                    continue  # only allocates or records: no kernel runs on the side stream
                 return [node]
         return []
+
+    def _does_device_work(self, body: list[ast.stmt]) -> bool:
+        """False when every statement only allocates or records (``out = torch.empty(...)``)."""
+        for stmt in body:
+            value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)) else None
+            if not isinstance(value, ast.Call):
+                return True
+            qual = self.aliases.resolve(value.func) or ""
+            last = qual.rpartition(".")[2] if qual else getattr(value.func, "attr", getattr(value.func, "id", ""))
+            if not (qual in _ALLOCATORS or last in _ALLOC_METHODS or last in _NO_DEVICE_WORK):
+                return True
+        return False
 
     def _is_join(self, node: ast.Call) -> bool:
         func = node.func

@@ -156,6 +156,7 @@ class _Summarizer:
 
     def function(self, info: FuncInfo) -> dict[str, Any]:
         calls: list[str] = []
+        ext_ops: list[list[str]] = []
         launches: list[list[Any]] = []
         regs: list[list[Any]] = []
         capture: list[list[Any]] = []
@@ -189,6 +190,10 @@ class _Summarizer:
                                     targets])
                     begin_line = None
                 continue
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+                loader = self.dotted(func.value.func, info)  # `get_module().run(...)`: an extension op
+                if loader is not None:
+                    ext_ops.append([loader, func.attr])
             callee = self.dotted(func, info)
             if callee is None:
                 continue
@@ -218,6 +223,8 @@ class _Summarizer:
             out["cx"] = sorted(self.index._constexpr_params(info.node) | _constexpr_annotated(info.node, self))
         if launches:
             out["launch"] = launches
+        if ext_ops:
+            out["ext_ops"] = ext_ops
         if regs:
             out["regs"] = regs
         if capture:

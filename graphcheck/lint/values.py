@@ -142,6 +142,9 @@ class FunctionFacts:
         test, negated = node.test, False
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, negated = test.operand, not negated
+        if not negated and _debug_flag(test):
+            self.off_capture.append(body)  # `if self.debug_mode:` checks are not run in captured serving
+            return
         capturing = self._is_capture_test(test, guards)
         if capturing:
             off = orelse if not negated else body
@@ -586,8 +589,15 @@ class FunctionFacts:
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Attribute) and node.func.attr == "pin_memory":
                 return True
-            return _kw_true(node, "pin_memory")
+            pinned = _kw(node, "pin_memory")  # pin_memory=<a flag the caller sets>: taken as pinned
+            return pinned is not None and not (isinstance(pinned, ast.Constant) and not pinned.value)
         return isinstance(node, ast.Name) and self.has(node.id, "pinned")
+
+
+def _debug_flag(test: ast.AST) -> bool:
+    """``debug``, ``self.debug_mode``, ``args.enable_debug_checks``: a debug switch."""
+    name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else ""
+    return "debug" in name.lower()
 
 
 def _memo_return(fn: ast.AST) -> int | None:

@@ -1,0 +1,145 @@
+"""False-alarm causes found on engine trees, each with a firing twin: tensor pointers sized from host
+values, side-stream blocks that only allocate, pinned copies with a caller's flag, debug-only
+branches; and roots engines use: autograd.Function forward/backward, cached extension modules."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from graphcheck.config import Config
+from graphcheck.lint.engine import lint_paths
+from graphcheck.lint.python_rules import lint_python
+
+KERNEL = textwrap.dedent('''
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def kern(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        pass
+''')
+
+
+def lint(body: str):
+    src = KERNEL + textwrap.dedent(body)
+    return sorted((f.code, src.splitlines()[f.line - 1].strip()) for f in lint_python(src, "m.py"))
+
+
+def test_tensor_pointer_sized_from_a_host_read_is_not_a_baked_scalar():
+    got = lint('''
+        def pack(x, lengths):
+            n = lengths.max().item()
+            out = torch.empty((n, 4), device=x.device)
+            kern[(1,)](x, out, n, BLOCK=64)
+    ''')
+    codes = [c for c, _ in got]
+    assert codes.count("GC402") == 1  # `n` as a scalar, not `out` as a pointer
+    assert ("GC402", "kern[(1,)](x, out, n, BLOCK=64)") in got
+
+
+def test_side_stream_block_that_only_allocates_is_quiet():
+    quiet = lint('''
+        def f(x, s):
+            with torch.cuda.stream(s):
+                out = torch.empty_like(x)
+            kern[(1,)](x, out, 1, BLOCK=64)
+    ''')
+    assert quiet == []
+    loud = lint('''
+        def f(x, s):
+            with torch.cuda.stream(s):
+                out = x * 2
+            kern[(1,)](x, out, 1, BLOCK=64)
+    ''')
+    assert [c for c, _ in loud] == ["GC202"]
+
+
+def test_pinned_copy_with_a_callers_flag_is_quiet():
+    quiet = lint('''
+        def h2d(data, dev, pin, x):
+            t = torch.tensor(data, pin_memory=pin, device="cpu").to(dev, non_blocking=True)
+            kern[(1,)](x, t, 1, BLOCK=64)
+    ''')
+    assert quiet == []
+    loud = lint('''
+        def h2d(data, dev, x):
+            t = torch.tensor(data, device="cpu").to(dev, non_blocking=True)
+            kern[(1,)](x, t, 1, BLOCK=64)
+    ''')
+    assert [c for c, _ in loud] == ["GC301"]
+
+
+def test_debug_only_branch_is_off_the_capture_path():
+    quiet = lint('''
+        def alloc(self, x, free):
+            if self.debug_mode:
+                assert torch.all(free >= 0)
+            kern[(1,)](x, x, 1, BLOCK=64)
+    ''')
+    assert quiet == []
+    loud = lint('''
+        def alloc(self, x, free):
+            if self.checks:
+                assert torch.all(free >= 0)
+            kern[(1,)](x, x, 1, BLOCK=64)
+    ''')
+    assert [c for c, _ in loud] == ["GC111"]
+
+
+def make(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def found(root: Path):
+    result = lint_paths([str(root)], Config(root=root), use_cache=False, jobs=1)
+    return sorted((Path(f.path).name, f.line, f.code) for f in result.findings)
+
+
+def test_autograd_function_forward_and_backward_are_roots(tmp_path):
+    root = make(tmp_path, {"a/__init__.py": "", "a/ops.py": """\
+        import torch
+
+        class CrossEntropy(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, logits, target):
+                n = (target != -100).sum().item()
+                return logits
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad.max().item()
+
+        class Plain:
+            def forward(self, t):
+                return t.item()
+    """})
+    assert found(root) == [("ops.py", 6, "GC101"), ("ops.py", 11, "GC101")]
+
+
+def test_cached_extension_module_op_caller_is_a_root(tmp_path):
+    root = make(tmp_path, {"f/__init__.py": "", "f/prefill.py": """\
+        import functools
+        import torch
+
+        @functools.cache
+        def get_fmha_module():
+            return None
+
+        def helper_not_cached():
+            return None
+
+        def prefill(q, scale, device):
+            s = torch.tensor([scale], device=device)
+            get_fmha_module().run(q, s)
+
+        def other(q, scale, device):
+            s = torch.tensor([scale], device=device)
+            helper_not_cached().run(q, s)
+    """})
+    assert found(root) == [("prefill.py", 12, "GC301")]
