@@ -2,12 +2,13 @@
 
 Decode (``fp8_paged_mqa_logits``): B = 64 and 128, next_n = 1 and 2, H = 64,
 D = 128, block 64, average context 8192 and 32768 (lengths uniform in
-0.7-1.3x), max_model_len 111000. Prefill (``fp8_mqa_logits``): M = 2048 queries,
+0.7-1.3x), max_model_len 111000; and the same at max_model_len 16384 (context
+8192) and 65536 (B = 64, next_n = 2, context 32768). Prefill (``fp8_mqa_logits``): M = 2048 queries,
 SKV = 8192 and 32768 keys, H = 64, D = 128, query i sees keys [0, SKV - M + i].
 
 For each shape: our kernel with clean_logits True and False, the eager PyTorch
-reference and ``torch.compile`` of it; achieved TFLOPS and GB/s; and the
-fraction of the bandwidth floor. Decode times are device time per call inside a
+reference and ``torch.compile`` of it (decode: both also timed inside a CUDA
+graph); achieved TFLOPS and GB/s; and the fraction of the bandwidth floor. Decode times are device time per call inside a
 CUDA graph (how engines run the decode step; many decode calls are shorter
 than the wrapper's host-side launch, so event-timed single calls would time the
 host); the event-timed call (``ours_event_ms``) and the wrapper's host cost
@@ -17,8 +18,8 @@ the same run), with bytes = Σlen·(D+4) (keys and scales, read once per request
 clean_logits is set (the -inf fill included), only the valid positions
 otherwise. FLOPs = 2·H·D·(valid query-key pairs).
 
-``--sweep`` also times candidate launch configurations per shape and prints the
-best, to fix the shape-based heuristic from measurements.
+``--sweep`` also times the decode launch at other programs-per-SM counts per
+shape and prints the best (``--sweep-prefill``: prefill tile shapes).
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ import common  # noqa: E402
 
 REF_MEMORY_CAP = 60e9  # skip reference timings whose estimated footprint is larger
 
-# (B, next_n, average context), H = 64, D = 128, block 64, max_model_len 111000
-DECODE = dict(shapes=[(b, n, avg) for b in (64, 128) for n in (1, 2) for avg in (8192, 32768)],
+# (B, next_n, average context[, max_model_len]), H = 64, D = 128, block 64, max_model_len 111000 unless given
+DECODE = dict(shapes=[(b, n, avg) for b in (64, 128) for n in (1, 2) for avg in (8192, 32768)]
+              + [(b, n, 8192, 16384) for b in (64, 128) for n in (1, 2)] + [(64, 2, 32768, 65536)],
               heads=64, dim=128, block=64, max_model_len=111000)
 # M, SKV values, H, D
 PREFILL = dict(m=2048, skv=(8192, 32768), heads=64, dim=128)
@@ -43,8 +45,8 @@ PREFILL = dict(m=2048, skv=(8192, 32768), heads=64, dim=128)
 SMOKE_DECODE = dict(shapes=[(2, 1, 40), (2, 2, 60)], heads=16, dim=64, block=16, max_model_len=200)
 SMOKE_PREFILL = dict(m=16, skv=(48,), heads=16, dim=64)
 DEVICE = "cuda"
-# --sweep, decode: programs per SM along the key axis (rows x warps 4/8 x stages 3/4 x variants each)
-SWEEP_PROGRAMS_PER_SM = (4, 8, 16, 32, 64)
+# --sweep, decode: programs per SM along the key axis, around the default's
+SWEEP_PROGRAMS_PER_SM = (8, 16, 32, 64)
 
 
 def _args():
@@ -55,7 +57,8 @@ def _args():
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     parser.add_argument("--no-reference", action="store_true", help="skip the eager reference baseline")
-    parser.add_argument("--sweep", action="store_true", help="also time candidate launch configurations")
+    parser.add_argument("--sweep", action="store_true", help="also time candidate decode launch configurations")
+    parser.add_argument("--sweep-prefill", action="store_true", help="also time candidate prefill configurations")
     parser.add_argument("--only", choices=("decode", "prefill"), help="run one half only")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny shapes, CPU allowed (Triton interpreter): checks the script, not the kernel speed")
@@ -76,6 +79,25 @@ def _time(fn: Callable[[], Any], quick: bool) -> "float | None":
 _compiled_count: dict[str, int] = {}
 
 
+def _ref_time(call: Callable[[], Any], row: dict, name: str) -> "float | None":
+    """A reference call's time: device time inside a CUDA graph for decode rows, like ours (the
+    graph's private pool takes its allocations); event-timed calls where capture fails, and
+    for prefill rows."""
+    if DEVICE == "cuda" and row["kernel"] == "paged":
+        try:
+            ms = common.graph_ms([call], per_graph=2, replays=5)
+            row[f"{name}_timing"] = "graph"
+            return ms
+        except Exception as exc:  # noqa: BLE001 - fall back, and say so in the row
+            print(f"  {name} reference: graph capture failed ({type(exc).__name__}: {str(exc)[:120]}); "
+                  "event-timed instead", file=sys.stderr)
+            import torch
+
+            torch.cuda.synchronize()
+    row[f"{name}_timing"] = "events"
+    return _time(call, True)
+
+
 def _baselines(ref: Callable[..., Any], inputs: dict, est_bytes: float, args, row: dict) -> None:
     """Time the reference eager and compiled into ``row``, and ours' speedup over each."""
     import torch
@@ -83,7 +105,7 @@ def _baselines(ref: Callable[..., Any], inputs: dict, est_bytes: float, args, ro
     if args.no_reference or est_bytes > REF_MEMORY_CAP:
         row["ref_note"] = "skipped" if args.no_reference else f"skipped: needs ~{est_bytes / 1e9:.0f} GB"
         return
-    row["eager_ms"] = _time(lambda: ref(**inputs), True)
+    row["eager_ms"] = _ref_time(lambda: ref(**inputs), row, "eager")
     done = _compiled_count.get(row["kernel"], 0)
     if args.compile_limit is not None and done >= args.compile_limit:
         row["ref_note"] = "compile skipped (--compile-limit)"
@@ -97,7 +119,7 @@ def _baselines(ref: Callable[..., Any], inputs: dict, est_bytes: float, args, ro
                 if DEVICE == "cuda":
                     torch.cuda.synchronize()
                 row["compile_s"] = time.perf_counter() - t0
-                row["compiled_ms"] = _time(lambda: fn(**inputs), True)
+                row["compiled_ms"] = _ref_time(lambda: fn(**inputs), row, "compiled")
             except Exception as exc:  # noqa: BLE001
                 row["ref_note"] = f"compile failed: {type(exc).__name__}"
     if DEVICE == "cuda":
@@ -107,47 +129,35 @@ def _baselines(ref: Callable[..., Any], inputs: dict, est_bytes: float, args, ro
             row[f"speedup_{base}"] = row[f"{base}_ms"] / row["ours_ms"]
 
 
-def _variant(cfg) -> str:
-    """Short name of a paged kernel variant: how rows are scored, and keys per tile."""
-    name = "split_rows" if cfg.split_rows else ("reduce_dot" if cfg.reduce_dot else "row_tile")
-    return name + ("+pair_blocks" if cfg.pair_blocks else "")
+def _sweep_decode(row: dict, shape: str, spec: dict, batch: int, next_n: int, mml: int, max_blocks: int, timed,
+                  sweep_rows: list) -> None:
+    """Time the default launch and the same variant at other programs-per-SM counts; record the best."""
+    import dataclasses
 
+    import torch
 
-def _sweep_decode(row: dict, shape: str, batch: int, next_n: int, sms: int, timed, sweep_rows: list) -> None:
-    """Time every variant x warps x stages x programs-per-SM on one decode shape; record the bests."""
-    import triton
+    from graphcheck.kernels import _fp8, _launch
+    from graphcheck.kernels import paged_mqa_logits as pm
 
-    from graphcheck.kernels.paged_mqa_logits import PagedConfig
-
-    rows_tile = min(triton.next_power_of_2(next_n), 2)
-    # With one row per program the per-row dot is the row-tile dot: split_rows only matters for rows > 1.
-    split_options = (False, True) if rows_tile > 1 else (False,)
-    best: dict[str, tuple] = {}
+    device = torch.device(DEVICE)
+    default = pm.default_config(batch, next_n, spec["heads"], spec["block"], mml, device, max_blocks)
+    row_tiles = _launch.cdiv(next_n, default.rows)
+    cands = [("default", default)]
     for per_sm in SWEEP_PROGRAMS_PER_SM:
-        splits = max(1, triton.cdiv(per_sm * sms, batch * triton.cdiv(next_n, rows_tile)))
-        for split_rows in split_options:
-            for pair in (False, True):
-                for warps in (4, 8):
-                    for stages in (3, 4):
-                        cfg = PagedConfig(rows=rows_tile, splits=splits, num_warps=warps, num_stages=stages,
-                                          split_rows=split_rows, pair_blocks=pair)
-                        ms = timed(True, cfg, quick=True)
-                        variant = _variant(cfg)
-                        sweep_rows.append({"kernel": "paged", "shape": shape, "cfg": str(cfg), "variant": variant,
-                                           "programs_per_sm": per_sm, "ms": ms})
-                        if ms is not None and (variant not in best or ms < best[variant][0]):
-                            best[variant] = (ms, cfg, per_sm)
-    if not best:
-        return
-    overall = min(best.values(), key=lambda v: v[0])
-    unclean = timed(False, overall[1], quick=True)
-    row["sweep_best_ms"], row["sweep_best_unclean_ms"] = overall[0], unclean
-    row["sweep_best_cfg"] = f"{overall[1]} ({overall[2]} programs per SM)"
-    row["sweep_best_variant"] = {v: {"ms": b[0], "cfg": str(b[1]), "programs_per_sm": b[2]} for v, b in best.items()}
-    if row.get("floor_us"):
-        row["sweep_best_frac_floor"] = row["floor_us"] / (overall[0] * 1e3)
-    print(f"  sweep best {shape}: {overall[0]:.4f} ms (unclean {unclean}) with {overall[1]} "
-          f"({overall[2]} programs per SM)", file=sys.stderr)
+        splits = max(1, _launch.cdiv(per_sm * _fp8.sm_count(device), batch * row_tiles))
+        if splits != default.splits:
+            cands.append((f"{per_sm}/SM", dataclasses.replace(default, splits=splits)))
+    best = None
+    for name, cfg in cands:
+        ms = timed(True, cfg, quick=True)
+        sweep_rows.append({"kernel": "paged", "shape": shape, "variant": name, "cfg": str(cfg), "ms": ms,
+                           "frac_floor": row["floor_us"] / (ms * 1e3) if ms and row.get("floor_us") else None})
+        if ms is not None and (best is None or ms < best[0]):
+            best = (ms, name, cfg)
+    if best:
+        row["sweep_best_ms"], row["sweep_best_cfg"] = best[0], f"{best[1]}: {best[2]}"
+        if row.get("floor_us"):
+            row["sweep_best_frac_floor"] = row["floor_us"] / (best[0] * 1e3)
 
 
 def bench_decode(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
@@ -155,13 +165,13 @@ def bench_decode(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
     import triton
 
     from graphcheck.kernels import fp8_paged_mqa_logits, fp8_paged_mqa_logits_reference
-    from graphcheck.kernels import _fp8, paged_mqa_logits
+    from graphcheck.kernels import paged_mqa_logits
     from graphcheck.kernels.paged_mqa_logits import PagedConfig
 
     spec = SMOKE_DECODE if args.smoke else DECODE
-    heads, dim, bs, mml = spec["heads"], spec["dim"], spec["block"], spec["max_model_len"]
-    sms = _fp8.sm_count(torch.device(DEVICE))
-    for batch, next_n, avg in spec["shapes"]:
+    heads, dim, bs = spec["heads"], spec["dim"], spec["block"]
+    for batch, next_n, avg, *rest in spec["shapes"]:
+        mml = rest[0] if rest else spec["max_model_len"]
         max_blocks = triton.cdiv(int(1.3 * avg), bs)
         make = lambda seed: paged_mqa_logits.make_inputs(  # noqa: E731
             batch, next_n, heads, dim, bs, mml, seed=seed, device=DEVICE, avg_len=avg, max_blocks=max_blocks)
@@ -190,7 +200,7 @@ def bench_decode(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
                 print(f"  {config}: {type(exc).__name__}: {str(exc)[:200]}", file=sys.stderr)
                 return None
 
-        shape = f"B={batch} n={next_n} ctx={avg}"
+        shape = f"B={batch} n={next_n} ctx={avg}" + (f" mml={mml}" if mml != spec["max_model_len"] else "")
         row: dict[str, Any] = {"kernel": "paged", "shape": shape, "sum_len": sum_len,
                                "cfg": str(paged_mqa_logits.default_config(batch, next_n, heads, bs, mml,
                                                                          torch.device(DEVICE), max_blocks))}
@@ -216,7 +226,7 @@ def bench_decode(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
               f"floor fraction {row.get('frac_floor')}", file=sys.stderr)
 
         if args.sweep:
-            _sweep_decode(row, shape, batch, next_n, sms, timed, sweep_rows)
+            _sweep_decode(row, shape, spec, batch, next_n, mml, max_blocks, timed, sweep_rows)
         del sets, outs, first
         if DEVICE == "cuda":
             torch.cuda.empty_cache()
@@ -258,7 +268,7 @@ def bench_prefill(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
         rows.append(row)
         print(f"{shape}: ours {row['ours_ms']} ms, {row.get('TFLOPS')} TFLOPS", file=sys.stderr)
 
-        if args.sweep:
+        if args.sweep_prefill:
             best = None
             for bm in (2, 4):
                 for bn in (64, 128):
@@ -332,7 +342,7 @@ def main() -> int:
         bench_prefill(args, bw, rows, sweep_rows)
     print(f"\n{env}")
     common.print_table(
-        "FP8 paged MQA logits (decode), H=64 D=128 block 64, max_model_len 111000",
+        "FP8 paged MQA logits (decode), H=64 D=128 block 64, max_model_len 111000 unless given",
         [r for r in rows if r["kernel"] == "paged"],
         ["shape", "ours_ms", "ours_unclean_ms", "ours_event_ms", "host_us", "TFLOPS", "GB/s", "floor_us", "frac_floor",
          "floor_unclean_us", "frac_floor_unclean", "eager_ms", "compiled_ms", "speedup_eager",
@@ -349,9 +359,10 @@ def main() -> int:
         for r in rows:
             print(f"  {r['kernel']} {r['shape']}: default {_ms(r.get('ours_ms'))} with {r['cfg']}")
             print(f"      best {_ms(r.get('sweep_best_ms'))} with {r.get('sweep_best_cfg')}")
-            for variant, b in sorted(r.get("sweep_best_variant", {}).items(), key=lambda kv: kv[1]["ms"]):
-                frac = f", {r['floor_us'] / (b['ms'] * 1e3):.2f} of floor" if r.get("floor_us") else ""
-                print(f"      {variant:<24} {_ms(b['ms'])}{frac} with {b['cfg']} ({b['programs_per_sm']} per SM)")
+        for r in sweep_rows:
+            frac = f"{r['frac_floor']:.3f}" if r.get("frac_floor") else "n/a"
+            print(f"  sweep {r['kernel']} {r['shape']:<28} {r.get('variant', r['cfg'])[:40]:<40} "
+                  f"{_ms(r['ms'])} frac_floor {frac}")
     print(f"\ntotal {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     common.write_json(args.json, env, rows + [dict(r, sweep=True) for r in sweep_rows])
     return 0
