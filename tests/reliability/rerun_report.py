@@ -433,7 +433,11 @@ def _c5(d):
 
 def main() -> int:
     rows = []
-    only = sys.argv[1:] and [a for a in sys.argv[1:] if not a.startswith("--")]
+    args = sys.argv[1:]
+    if "--json" in args:
+        i = args.index("--json")
+        args = args[:i] + args[i + 2:]
+    only = [a for a in args if not a.startswith("--")]
     for ident, owner, fn in SCEN:
         if only and not any(o in ident for o in only):
             continue
