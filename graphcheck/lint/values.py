@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import re
 from typing import Iterable, Sequence
 
 from graphcheck.lint.aliases import Aliases
@@ -112,6 +113,8 @@ class FunctionFacts:
         for node in nodes:
             if isinstance(node, ast.If):
                 self._branches(node, guards)
+            elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+                self._and_chain(node)
         self.first_call_after = _memo_return(info.node)
         called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
         for node in nodes:
@@ -168,6 +171,15 @@ class FunctionFacts:
                 self.narrowed.append((_last_line(node.body) + 1, fn_end, name, "nottensor"))
             if no and orelse is not None and len(parts) == 1:
                 self.narrowed.append((*orelse, name, no))
+
+    def _and_chain(self, node: ast.BoolOp) -> None:
+        """``isinstance(k, int) and 0 < k <= K``: the operands after a test see it narrowed."""
+        last = node.values[-1]
+        end = getattr(last, "end_lineno", None) or last.lineno
+        for i, value in enumerate(node.values[:-1]):
+            fact = self._narrowing(value)
+            if fact is not None and fact[1] == "nottensor":
+                self.narrowed.append((node.values[i + 1].lineno, end, fact[0], "nottensor"))
 
     def _is_capture_test(self, test: ast.AST, guards: Sequence[str]) -> bool:
         if not isinstance(test, ast.Call):
@@ -305,7 +317,7 @@ class FunctionFacts:
             if arg is None or arg.annotation is None:
                 continue
             text = _annotation_text(arg.annotation)
-            if "Tensor" in text:
+            if "Tensor" in text and not _CONTAINER_ANNOTATION.match(text):
                 self._add(arg.arg, "tensor")
             elif text.split("[", 1)[0].split(".")[-1] in _SEQ_ANNOTATIONS and "[" in text:
                 self._add(arg.arg, "hostseq")
@@ -592,6 +604,9 @@ class FunctionFacts:
             pinned = _kw(node, "pin_memory")  # pin_memory=<a flag the caller sets>: taken as pinned
             return pinned is not None and not (isinstance(pinned, ast.Constant) and not pinned.value)
         return isinstance(node, ast.Name) and self.has(node.id, "pinned")
+
+
+_CONTAINER_ANNOTATION = re.compile(r"^(typing\.)?(List|list|Tuple|tuple|Sequence|Dict|dict|Iterable|Mapping|Set|set)\[")
 
 
 def _debug_flag(test: ast.AST) -> bool:

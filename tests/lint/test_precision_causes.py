@@ -143,3 +143,34 @@ def test_cached_extension_module_op_caller_is_a_root(tmp_path):
             helper_not_cached().run(q, s)
     """})
     assert found(root) == [("prefill.py", 12, "GC301")]
+
+
+def test_a_list_of_tensors_is_not_a_tensor():
+    assert lint('''
+        from typing import List
+
+        def key(x, inputs: List[torch.Tensor]):
+            _, pdl = inputs
+            kern[(1,)](x, x, 1, BLOCK=64)
+            return bool(pdl)
+    ''') == []
+    assert [c for c, _ in lint('''
+        def key(x, inputs: torch.Tensor):
+            _, pdl = inputs
+            kern[(1,)](x, x, 1, BLOCK=64)
+            return bool(pdl)
+    ''')] == ["GC102"]
+
+
+def test_isinstance_in_an_and_chain_narrows_what_follows():
+    assert lint('''
+        def ok(x, top_k: torch.Tensor):
+            kern[(1,)](x, x, 1, BLOCK=64)
+            return isinstance(top_k, int) and 0 < top_k <= 64 and x.size(-1) > 1
+    ''') == []
+    assert [c for c, _ in lint('''
+        def bad(x, top_k: torch.Tensor):
+            kern[(1,)](x, x, 1, BLOCK=64)
+            if 0 < top_k <= 64:
+                return 1
+    ''')] == ["GC111"]
