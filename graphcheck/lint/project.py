@@ -54,6 +54,7 @@ _CACHE_FILE = "index-v1.json"
 _FORMAT = 1
 _MAX_ROUNDS = 64
 _NOT_A_ROOT = re.compile(r"^(test_|bench_|benchmark|run_benchmark|main$|_main$|profile_|timeit$)")
+_TEST_CLASS = re.compile(r"(Tester|TestCase|Test|Benchmark|Bench)$|^Test")
 _AUTOGRAD_FUNCTION = {"torch.autograd.Function", "torch.autograd.function.Function"}
 # imported names worth following through re-exports when they are not called (kernel DSL modules)
 _DSL_NAMES = {"triton", "tl", "language", "libdevice", "tldevice", "cute", "cutlass", "ct", "tile", "torch"}
@@ -459,7 +460,9 @@ class ProjectIndex:
         def add(dotted: str, reason: str, guess: bool = False) -> None:
             if dotted in self.kernels:
                 return
-            if reason not in ("is a configured entry point",) and _NOT_A_ROOT.match(dotted.rpartition(".")[2]):
+            if reason not in ("is a configured entry point",) and (
+                    _NOT_A_ROOT.match(dotted.rpartition(".")[2])
+                    or any(_TEST_CLASS.search(part) for part in self.funcs[dotted][1].split(".")[:-1])):
                 return  # a test, benchmark or script main that launches a kernel is not captured code
             old = self.roots.get(dotted)
             if old is None or (old[1] and not guess):

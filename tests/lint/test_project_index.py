@@ -403,3 +403,24 @@ def test_tests_and_benchmarks_inside_library_files_are_not_roots(tmp_path):
             kern[(1,)](x)
     """}
     assert codes(lint(make(tmp_path, files))) == [("attn.py", 16, "GC101")]
+
+
+def test_methods_of_tester_and_benchmark_classes_are_not_roots(tmp_path):
+    files = {"lib/__init__.py": "", "lib/moe.py": """\
+        import triton
+
+        @triton.jit
+        def kern(x):
+            pass
+
+        class MoETester:
+            def run_kernel(self, x):
+                torch.cuda.synchronize()
+                kern[(1,)](x)
+
+        class MoE:
+            def run_kernel(self, x):
+                torch.cuda.synchronize()
+                kern[(1,)](x)
+    """}
+    assert codes(lint(make(tmp_path, files))) == [("moe.py", 14, "GC110")]
