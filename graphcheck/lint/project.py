@@ -48,7 +48,7 @@ from graphcheck.lint.scope import (
 
 ROOT_TOKENS = ("triton", "torch.library", "custom_op", "register_kernel", "capturable", ".impl(",
                "cuda.graph", "CUDAGraph", "make_graphed_callables", "capture_begin", "cutlass", "cuda.tile",
-               "graphcheck: expect", "autograd", "module().")
+               "graphcheck: expect", "autograd.Function", "import Function", "module().")
 _DEF_LINE = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]", re.MULTILINE)
 _CACHE_FILE = "index-v1.json"
 _FORMAT = 1
