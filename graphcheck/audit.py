@@ -49,13 +49,39 @@ class AuditResult:
 
     @property
     def findings(self) -> list[Finding]:
-        out = list(self.lint_findings) + list(self.discovery_findings) + list(self.expectation_findings)
-        for case in self.cases:
-            out += case.report.findings
-        return out
+        """Every finding, with a hazard the static layer and a dynamic layer both report on the same line
+        (same code) shown once: see :func:`merge_layers`."""
+        dynamic = [f for case in self.cases for f in case.report.findings]
+        return merge_layers(list(self.lint_findings), dynamic) + list(self.discovery_findings) \
+            + list(self.expectation_findings)
 
     def failed(self, fail_on: str) -> bool:
         return fail_on != "never" and bool(at_or_above(self.findings, fail_on))
+
+
+def merge_layers(static: list[Finding], dynamic: list[Finding]) -> list[Finding]:
+    """``static`` + ``dynamic``, where the dynamic findings with the code and line of a static finding are
+    folded into it: one finding, at the static layer's exact column, whose ``evidence["layers"]`` names
+    every layer that saw it (and ``evidence["cases"]`` the cases). It is expected only if all of them were.
+    """
+    keyed: dict[tuple[str, int, str], list[Finding]] = {}
+    for f in dynamic:
+        keyed.setdefault((os.path.normpath(f.path), f.line, f.code), []).append(f)
+    out = []
+    for f in static:
+        seen = keyed.pop((os.path.normpath(f.path), f.line, f.code), None)
+        if not seen:
+            out.append(f)
+            continue
+        layers = [layer for layer in ("static", "trace", "capture") if layer == "static" or
+                  any(d.layer == layer for d in seen)]
+        cases = list(dict.fromkeys(d.case for d in seen if d.case))
+        evidence = {**dict(f.evidence), "layers": layers}
+        if cases:
+            evidence["cases"] = cases
+        out.append(dataclasses.replace(f, case=cases[0] if len(cases) == 1 else f.case, evidence=evidence,
+                                       expected=f.expected and all(d.expected for d in seen)))
+    return out + [f for group in keyed.values() for f in group]
 
 
 # --- running --------------------------------------------------------------------------

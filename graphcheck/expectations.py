@@ -6,8 +6,9 @@ be there (a hazard example, a test fixture). Three things follow from one:
 - :func:`mark_expected` sets ``Finding.expected`` on every finding, from any
   layer, whose line carries a marker naming its code. Expected findings are
   still reported, but ``at_or_above`` (so every exit code and assertion) leaves
-  them out. The lint engine calls it on its results (after the cache), and
-  :func:`graphcheck.check` on each layer's findings.
+  them out. :func:`graphcheck.check` calls it on each layer's findings; the
+  lint engine marks each file's findings from the source it has in hand
+  (:func:`apply_markers`), before they are cached.
 - :func:`missing_static`: a marker whose code the static layer can produce for
   the file's language (or that names ``@static``) but that the static layer did
   not report on that line is GC008. The lint engine runs it per file, so it is
@@ -75,9 +76,12 @@ def _missing_message(e: Expectation, layer: str) -> str:
             f"but the {layer} layer did not report it")
 
 
-def missing_static(findings: Iterable[Finding], path: str, *, source: str, language: str) -> list[Finding]:
-    """GC008 for each expectation in ``source`` the static ``findings`` of that file do not meet."""
-    markers = expect_markers(source, language)
+def missing_static(findings: Iterable[Finding], path: str, *, source: str, language: str,
+                   markers: Markers | None = None) -> list[Finding]:
+    """GC008 for each expectation in ``source`` the static ``findings`` of that file do not meet
+    (``markers``: the file's markers when the caller has already read them)."""
+    if markers is None:
+        markers = expect_markers(source, language)
     if not markers:
         return []
     findings = list(findings)
@@ -134,6 +138,22 @@ def markers_of(path: "str | os.PathLike[str]") -> dict[int, list[Expectation]]:
         _cache.clear()
     _cache[key] = (stamp, markers)
     return markers
+
+
+def apply_markers(findings: Iterable[Finding], markers: Markers) -> list[Finding]:
+    """The findings of one file, with ``expected=True`` on those whose line carries a marker naming their code.
+
+    The lint engine calls this in the worker, with the markers of the source it just linted, so the cached
+    findings are already marked and a cached run reads no file.
+    """
+    out = []
+    for f in findings:
+        if f.expected or f.code == CODE or f.line <= 0 or f.line not in markers:
+            out.append(f)
+            continue
+        codes = {e.code for e in markers[f.line]}
+        out.append(dataclasses.replace(f, expected=True) if f.code in codes else f)
+    return out
 
 
 def mark_expected(findings: Iterable[Finding]) -> list[Finding]:

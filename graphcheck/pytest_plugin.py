@@ -9,8 +9,11 @@
   virtual environments and build folders aside).
 - ``--graphcheck-gpu=auto|off|required``: without CUDA, ``auto`` skips the
   capture items with a reason, ``required`` fails them, ``off`` skips them.
-- The ``graphcheck`` fixture: ``graphcheck.check(...)`` and
-  ``graphcheck.assert_safe(...)`` with the session's GPU mode.
+- The ``graph_safety`` fixture: ``graph_safety.check(...)`` and
+  ``graph_safety.assert_safe(...)`` with the session's GPU mode (``graphcheck``,
+  its old name, still works with a DeprecationWarning).
+- With ``--graphcheck``, the report header names the GPU mode and whether CUDA
+  is there.
 
 Importing this module imports nothing heavy (no torch, no triton): pytest loads
 it in every session of every project where graphcheck is installed.
@@ -240,7 +243,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 class GraphcheckFixture:
-    """What the ``graphcheck`` fixture gives a test: the checks, with the session's GPU mode."""
+    """What the ``graph_safety`` fixture gives a test: the checks, with the session's GPU mode."""
 
     def __init__(self, gpu: str, examples: int) -> None:
         self.gpu = gpu
@@ -267,6 +270,30 @@ class GraphcheckFixture:
 
 
 @pytest.fixture
-def graphcheck(request: pytest.FixtureRequest) -> GraphcheckFixture:
-    """Check kernel wrappers from a test: ``graphcheck.assert_safe(case)`` or ``graphcheck.check(fn, make_inputs)``."""
+def graph_safety(request: pytest.FixtureRequest) -> GraphcheckFixture:
+    """Check kernel wrappers from a test: ``graph_safety.assert_safe(case)`` or
+    ``graph_safety.check(fn, make_inputs)``, with the session's ``--graphcheck-gpu`` and examples."""
     return GraphcheckFixture(_gpu_mode(request.config), _examples(request.config))
+
+
+@pytest.fixture
+def graphcheck(request: pytest.FixtureRequest) -> GraphcheckFixture:
+    """Deprecated name of :func:`graph_safety` (it shadowed ``import graphcheck`` inside a test)."""
+    import warnings
+
+    warnings.warn("the `graphcheck` fixture is renamed `graph_safety` (the old name shadows the graphcheck "
+                  "package inside a test)", DeprecationWarning, stacklevel=2)
+    return GraphcheckFixture(_gpu_mode(request.config), _examples(request.config))
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    """``graphcheck 0.1.0: gpu=auto, examples=4, CUDA: no`` when ``--graphcheck`` collects cases."""
+    if not config.getoption("graphcheck"):
+        return None
+    from graphcheck import __version__
+
+    mode = _gpu_mode(config)
+    cuda = "not probed" if mode == "off" else ("yes" if _cuda_available() else "no")
+    paths = config.getoption("graphcheck_paths") or config.getini("graphcheck_paths")
+    where = ", ".join(paths) if paths else "files under the rootdir that declare cases"
+    return [f"graphcheck {__version__}: gpu={mode}, examples={_examples(config)}, CUDA: {cuda}; cases from {where}"]

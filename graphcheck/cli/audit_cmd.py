@@ -40,8 +40,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu", choices=GPU_CHOICES, default="auto",
                    help="auto (default): the capture layer runs where CUDA exists and is skipped otherwise; "
                         "off: GPU-free layers only; required: exit 2 without a CUDA device")
-    p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
-                   help="report format: text (default), json (findings and per-case results), sarif, github")
+    p.add_argument("--statistics", action="store_true",
+                   help="print how many findings each rule has (most frequent first) instead of the findings")
+    p.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text",
+                   help="report format: text (default), concise (one line per finding), json (findings and per-case results), "
+                        "sarif, github")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--fail-on", choices=("error", "warning", "info", "never"), default=None,
                    help="lowest severity that makes the exit code 1 (default: warning, or config fail-on)")
@@ -119,7 +122,12 @@ def run(args: argparse.Namespace) -> int:
             fail_on = "warning"
 
     to_terminal = args.output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    report = render_audit(result, args.format, color=to_terminal and args.format == "text")
+    if args.statistics:
+        from graphcheck.report.concise import render_statistics
+
+        report = render_statistics(result.findings)
+    else:
+        report = render_audit(result, args.format, color=to_terminal and args.format == "text")
     if not emit(report, args.output, "graphcheck audit", f"{one_line(result.findings)}, {len(result.cases)} cases"):
         return EXIT_USAGE
     return EXIT_FINDINGS if result.failed(fail_on) else EXIT_OK

@@ -54,7 +54,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--all-lines", action="store_true",
                    help="report every finding in the changed files, not only those on changed lines")
     p.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0 to FILE")
-    p.add_argument("--format", choices=("text", "json", "github"), default="text",
+    p.add_argument("--statistics", action="store_true",
+                   help="print how many findings each rule has (most frequent first) instead of the findings")
+    p.add_argument("--format", choices=("text", "concise", "json", "github"), default="text",
                    help="what goes to stdout: text (default), json, github (annotations only)")
     p.add_argument("--gpu", choices=GPU_CHOICES, default="auto",
                    help="capture layer for audited cases: auto (where CUDA exists), off, required")
@@ -170,7 +172,13 @@ def run(args: argparse.Namespace) -> int:
     findings = sorted(result.findings, key=lambda f: f.sort_key())
     result.seconds = time.perf_counter() - started
 
-    if args.format == "json":
+    if args.statistics:
+        from graphcheck.report.concise import render_statistics
+
+        sys.stdout.write(render_statistics(findings))
+    elif args.format == "concise":
+        sys.stdout.write(render_audit(result, "concise"))
+    elif args.format == "json":
         data = to_dict(result)
         data["base"] = changes.base
         data["changed_files"] = shown

@@ -37,8 +37,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "lint", help="static checks on Python and CUDA C++ files", description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to lint")
-    p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
-                   help="report format: text (default; rich on a terminal, plain otherwise), json (an array of "
+    p.add_argument("--statistics", action="store_true",
+                   help="print how many findings each rule has (most frequent first) instead of the findings")
+    p.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text",
+                   help="report format: text (default; rich on a terminal, plain otherwise), concise (one line "
+                        "per finding), json (an array of "
                         "findings), sarif (SARIF 2.1.0 for code scanning), github (workflow annotations)")
     p.add_argument("--output", "-o", metavar="FILE",
                    help="write the report to FILE instead of stdout (a one-line summary still goes to stderr)")
@@ -114,8 +117,13 @@ def run(args: argparse.Namespace) -> int:
 
     to_terminal = args.output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     width = shutil.get_terminal_size().columns if to_terminal else None
-    report = render(result.findings, args.format, summary=summary, color=to_terminal and args.format == "text",
-                    width=width)
+    if args.statistics:
+        from graphcheck.report.concise import render_statistics
+
+        report = render_statistics(result.findings)
+    else:
+        report = render(result.findings, args.format, summary=summary,
+                        color=to_terminal and args.format == "text", width=width)
     if not emit(report, args.output, "graphcheck lint", one_line(result.findings, summary)):
         return EXIT_USAGE
 

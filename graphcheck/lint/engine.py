@@ -21,10 +21,12 @@ from graphcheck.findings import Finding
 from graphcheck.lint import cache as cache_mod
 from graphcheck.lint import files as files_mod
 from graphcheck.lint.files import decode
+from graphcheck.lint.suppress import expect_markers
 
 if False:  # typing only
     from graphcheck.lint.project import ExtraRoot
 
+_UNLINTED = frozenset({"GC002", "GC003"})
 SERIAL_BELOW = 50  # fewer files than this run in-process: a pool costs more than it saves
 _BINARY_PROBE = 8192
 
@@ -74,9 +76,9 @@ def normalize_newlines(source: str) -> str:
 
 def lint_source(source: str, path: str, language: str, options: _Options | None = None,
                 context: dict[str, Any] | None = None) -> list[Finding]:
-    """Run the rules for ``language`` on decoded ``source``, apply inline suppressions, and add GC008
-    for each ``expect`` marker the static layer owes but did not meet (findings are not yet marked
-    ``expected``: :func:`lint_paths` does that after the cache)."""
+    """Run the rules for ``language`` on decoded ``source``, apply inline suppressions, add GC008
+    for each ``expect`` marker the static layer owes but did not meet, and mark the findings an
+    ``expect`` marker names as ``expected`` (so the cache stores them marked)."""
     from graphcheck.lint import suppress
 
     options = options or _Options(False, (), Config().max_file_size)
@@ -96,7 +98,9 @@ def lint_source(source: str, path: str, language: str, options: _Options | None 
     found = suppress.filter_suppressed(found, source, language)
     found += [_tool_finding("GC009", problem, path, line=line)
               for line, problem in suppress.marker_problems(source, language)]
-    return found + expectations.missing_static(found, path, source=source, language=language)
+    markers = expect_markers(source, language) if "expect" in source else {}
+    found += expectations.missing_static(found, path, source=source, language=language, markers=markers)
+    return expectations.apply_markers(found, markers) if markers else found
 
 
 def _lint_file(path: str, display: str, language: str, known_digest: str | None, options: _Options,
@@ -356,7 +360,9 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
                 findings.append(f)
     findings += [f for f in unchecked if config.selects(f.code)]
     findings.sort(key=Finding.sort_key)
-    findings = expectations.mark_expected(findings)
+    # findings of parsed files were marked in lint_source (and cached marked); only the engine's own
+    # GC002/GC003 for a file it could not read or check are marked here, from the file on disk
+    findings = [expectations.mark_expected([f])[0] if f.code in _UNLINTED else f for f in findings]
     in_scope, not_reachable = project.counts()
     return LintResult(findings=findings, files_checked=len(discovery.files), lines=lines, from_cache=from_cache,
                       seconds=time.perf_counter() - started, skipped=discovery.skipped,

@@ -2,7 +2,8 @@
 
 ``render(findings, fmt, ...)`` returns the report as a string in one of
 ``FORMATS``: ``text`` (rich, with the offending source line, the hint and a
-summary table; plain when not writing to a terminal), ``json`` (an array of
+summary table; plain when not writing to a terminal), ``concise`` (one line per
+finding, like ruff's), ``json`` (an array of
 finding objects), ``sarif`` (SARIF 2.1.0 for code scanning) and ``github``
 (workflow commands that annotate a pull request). Columns in findings are
 0-based; every format shows them 1-based.
@@ -15,7 +16,7 @@ from typing import Sequence
 from graphcheck.findings import Finding
 from graphcheck.report.summary import Summary, Table
 
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "concise", "json", "sarif", "github")
 
 __all__ = ["FORMATS", "Summary", "Table", "render"]
 
@@ -32,6 +33,10 @@ def render(findings: Sequence[Finding], fmt: str = "text", *, summary: Summary |
         from graphcheck.report.text import render_text
 
         return render_text(findings, summary=summary, color=color, width=width)
+    if fmt == "concise":
+        from graphcheck.report.concise import render_concise
+
+        return render_concise(findings, summary)
     if fmt == "json":
         from graphcheck.report.json_report import render_json
 

@@ -40,8 +40,9 @@ def _status_and_reason(result) -> tuple[str, str]:
     return result.status.value, result.reason
 
 
-def case_rows(result) -> list[tuple[str, str, str, str]]:
-    """``(case, layer, result, detail)`` for each case of an :class:`graphcheck.audit.AuditResult`."""
+def case_rows(result, include_skipped: bool = True) -> list[tuple[str, str, str, str]]:
+    """``(case, layer, result, detail)`` for each case of an :class:`graphcheck.audit.AuditResult`;
+    ``include_skipped=False`` leaves out the skipped layers (the text report sums them up in one line)."""
     rows = []
     for case in result.cases:
         report = case.report
@@ -49,6 +50,8 @@ def case_rows(result) -> list[tuple[str, str, str, str]]:
             if layer not in report.layers:
                 continue
             status, detail = _status_and_reason(report.layers[layer])
+            if status == "skipped" and not include_skipped:
+                continue
             if status in ("fail", "expected"):
                 mine = [f for f in report.findings if f.layer == layer]
                 codes = sorted({f.code for f in mine if not f.expected})
@@ -62,7 +65,32 @@ def case_rows(result) -> list[tuple[str, str, str, str]]:
 
 
 def case_table(result) -> Table:
-    return Table("Cases", ("case", "layer", "result", "detail"), case_rows(result))
+    return Table("Cases", ("case", "layer", "result", "detail"), case_rows(result, include_skipped=False))
+
+
+def _skip_reason(case_name: str, layer: str, reason: str) -> str:
+    """The reason without the case's name and the "layer skipped" tail, so equal reasons group together."""
+    for prefix in (f"{case_name}: ", f"case {case_name!r} "):
+        if reason.startswith(prefix):
+            reason = reason[len(prefix):]
+    for tail in (f": {layer} layer skipped", f": {layer} layer skipped on the CPU"):
+        if reason.endswith(tail):
+            reason = reason[: -len(tail)]
+    return reason
+
+
+def skipped_lines(result) -> list[str]:
+    """One line per layer and reason: ``capture layer skipped on 29 of 29 cases: no CUDA device``."""
+    groups: dict[tuple[str, str], int] = {}
+    for case in result.cases:
+        for layer in _LAYERS:
+            got = case.report.layers.get(layer)
+            if got is not None and not got.ran:
+                key = (layer, _skip_reason(case.name, layer, got.reason))
+                groups[key] = groups.get(key, 0) + 1
+    total = len(result.cases)
+    return [f"{layer} layer skipped on {n} of {total} case{'' if total == 1 else 's'}: {why or 'no reason given'}"
+            for (layer, why), n in groups.items()]
 
 
 def _rich_table(table: Table, width: int | None) -> str:
@@ -92,6 +120,7 @@ def notes(result, declare_hint: bool = True) -> list[str]:
     counts = {"pass": 0, "expected": 0, "fail": 0, "skipped": 0}
     for _, _, status, _ in case_rows(result):
         counts[status] = counts.get(status, 0) + 1
+    out += skipped_lines(result)
     if result.cases:
         expected = f"  failed as expected: {counts['expected']}" if counts["expected"] else ""
         out.append(f"cases: {len(result.cases)}  layers passed: {counts['pass']}{expected}  failed: {counts['fail']}  "
@@ -125,6 +154,8 @@ def render_audit(result, fmt: str = "text", *, color: bool = False, width: int |
     findings: Sequence[Finding] = sorted(result.findings, key=Finding.sort_key)
     if fmt == "json":
         return strict_json.dumps(to_dict(result), indent=2) + "\n"
+    if fmt == "concise":
+        return render(findings, fmt, summary=Summary(files_checked=result.files_checked, seconds=result.seconds))
     if fmt != "text":
         return render(findings, fmt, srcroot=srcroot)
     table = case_table(result)

@@ -28,7 +28,10 @@ def _header(f: Finding) -> str:
         extra.append(f"in {printable(f.function)}")
     if f.case:
         extra.append(f"case {printable(f.case)}")
-    if f.layer != "static":
+    merged = f.evidence.get("layers") if hasattr(f.evidence, "get") else None
+    if isinstance(merged, list) and len(merged) > 1:
+        extra.append(f"{' and '.join(merged)} layers")
+    elif f.layer != "static":
         extra.append(f"{f.layer} layer")
     tail = f" ({', '.join(extra)})" if extra else ""
     label = " [expected]" if f.expected else ""

@@ -145,20 +145,20 @@ def test_fixture_and_assert_graph_safe(pytester):
             return x * x[0]
 
 
-        def test_good(graphcheck):
-            report = graphcheck.assert_safe(good, make_inputs)
+        def test_good(graph_safety):
+            report = graph_safety.assert_safe(good, make_inputs)
             assert report.layers["trace"] == "pass"
 
 
-        def test_bad_fixture(graphcheck):
-            graphcheck.assert_safe(bad, make_inputs)
+        def test_bad_fixture(graph_safety):
+            graph_safety.assert_safe(bad, make_inputs)
 
 
         def test_bad_function():
             gc.assert_graph_safe(bad, make_inputs, gpu="off")
 
 
-        def test_check_returns_findings(graphcheck):
+        def test_check_returns_findings(graphcheck):  # the old fixture name still works, with a warning
             assert [f.code for f in graphcheck.check(bad, make_inputs).findings] == ["GC102"]
     """))
     result = pytester.runpytest_inprocess(*_NO_CACHE)
@@ -169,6 +169,15 @@ def test_fixture_and_assert_graph_safe(pytester):
     assert all("GC102" in str(r.longrepr) for r in failed)
     out = result.stdout.str()
     assert "return x * float(x[0])" in out
+    assert "renamed `graph_safety`" in out  # the deprecation of the old fixture name is in the warnings summary
+
+
+def test_report_header_names_the_gpu_mode_only_with_graphcheck(pytester):
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    plain = pytester.runpytest_inprocess(*_NO_CACHE)
+    assert "gpu=" not in plain.stdout.str()
+    result = pytester.runpytest_inprocess("--graphcheck", "--graphcheck-gpu=off", *_NO_CACHE)
+    result.stdout.fnmatch_lines(["graphcheck *: gpu=off, examples=4, CUDA: not probed; cases from *"])
 
 
 def test_works_under_xdist(repo):
