@@ -178,7 +178,9 @@ def test_zoo_regressions_turn_the_audit_red(proj, capsys):
     (proj / "unmarked.py").write_text(text.replace("  # graphcheck: expect[GC101]", "", 1))
     code, data = audit_json(capsys, "unmarked.py")
     assert code == 1
-    assert [(f["line"], f["layer"]) for f in data["findings"] if not f["expected"]] == [(29, "static"), (29, "trace")]
+    # the static and trace findings of the line are one finding naming both layers
+    assert [(f["line"], f["layer"], f["evidence"]["layers"]) for f in data["findings"] if not f["expected"]] == \
+        [(29, "static", ["static", "trace"])]
     # a marker whose finding no longer comes (here: a code the line never gets) is GC008 from both layers
     (proj / "missing.py").write_text(text.replace("expect[GC101]", "expect[GC101, GC103]", 1))
     code, data = audit_json(capsys, "missing.py")
@@ -197,7 +199,7 @@ def test_main_job_is_green_and_shows_the_zoo(monkeypatch, capsys, tmp_path):
     assert findings and all(f["expected"] for f in findings if f["severity"] != "info"), [
         f for f in findings if not f["expected"]]
     # every hazard file the trace layer runs on the CPU shows up, from the static and the trace layer
-    shown = {(Path(f["path"]).name, f["layer"]) for f in findings}
+    shown = {(Path(f["path"]).name, layer) for f in findings for layer in f["evidence"].get("layers", [f["layer"]])}
     for name in ("item_in_wrapper.py", "grid_from_max.py", "tensor_from_list.py"):
         assert {(name, "static"), (name, "trace")} <= shown
     for name in ("bool_mask_index.py", "constexpr_per_call.py", "scalar_from_tensor.py", "grid_from_host_tensor.py",

@@ -150,6 +150,6 @@ def test_github_annotations_and_escaping():
 
 
 def test_unknown_format():
-    assert FORMATS == ("text", "json", "sarif", "github")
+    assert FORMATS == ("text", "concise", "json", "sarif", "github")
     with pytest.raises(ValueError):
         render([], "xml")
