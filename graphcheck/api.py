@@ -38,6 +38,14 @@ class Report:
         return {"case": self.case, "ok": self.ok, "layers": {k: v.to_dict() for k, v in self.layers.items()},
                 "skipped": list(self.skipped), "findings": [f.to_dict() for f in self.findings]}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Report":
+        """The report :meth:`to_dict` wrote (a worker process sends reports this way)."""
+        return cls(case=str(data.get("case", "")), findings=[Finding.from_dict(f) for f in data.get("findings", [])],
+                   skipped=[str(s) for s in data.get("skipped", [])],
+                   layers={k: v if isinstance(v, LayerResult) else LayerResult.from_dict(v)
+                           for k, v in data.get("layers", {}).items()})
+
 
 def _status(findings: list[Finding], notes: "list[str] | tuple[str, ...]" = ()) -> LayerResult:
     if at_or_above(findings, Severity.WARNING):
@@ -69,8 +77,13 @@ def check(case: Case, gpu: "str | GpuMode" = "auto", examples: int = 4, timeout:
     (Triton kernels in the interpreter); ``"auto"`` uses a CUDA device when there
     is one; ``"required"`` requires one and raises :class:`RuntimeError` without
     it (``"on"``, its old name, still works). ``examples`` is the
-    number of seeds (at least 2) whose launch plans are compared. ``timeout`` and
-    ``isolate`` are passed to the capture layer. ``layers`` picks which of
+    number of seeds (at least 2) whose launch plans are compared. ``timeout``
+    bounds each layer (GC007): the capture layer's child process is killed, the
+    trace layer's Python code is interrupted (:mod:`graphcheck.trace.deadline`).
+    ``isolate`` runs the capture layer in a child process. A case that calls
+    ``sys.exit()`` is GC004; ``graphcheck audit`` runs every case in a worker
+    process (:mod:`graphcheck.workers`) so that even ``os._exit`` or a crash
+    costs one finding. ``layers`` picks which of
     ``"trace"`` and ``"capture"`` run (both by default).
     """
     if not isinstance(case, Case):
@@ -86,19 +99,23 @@ def check(case: Case, gpu: "str | GpuMode" = "auto", examples: int = 4, timeout:
     if unknown:
         raise ValueError(f"unknown layers {sorted(unknown)}; expected 'trace' and/or 'capture'")
     report = Report(case=case.name)
+    if cuda:
+        from graphcheck.capture.escapes import watch_cupy
+
+        watch_cupy(case)  # before any layer makes the case's cupy kernels, so capture can name their launches
     if "trace" in layers:
-        _run_trace_layer(case, cuda, examples, report)
+        _run_trace_layer(case, cuda, examples, report, timeout)
     if "capture" in layers:
         _run_capture_layer(case, mode, cuda, examples, timeout, isolate, report)
     report.findings.sort(key=lambda f: f.sort_key())
     return report
 
 
-def _run_trace_layer(case: Case, cuda: bool, examples: int, report: Report) -> None:
+def _run_trace_layer(case: Case, cuda: bool, examples: int, report: Report, timeout: float | None = None) -> None:
     from graphcheck.trace.runner import run_trace
 
     try:
-        trace = run_trace(case, device="cuda" if cuda else "cpu", examples=examples)
+        trace = run_trace(case, device="cuda" if cuda else "cpu", examples=examples, timeout=timeout)
         found = _marked(trace.findings)
         report.findings += found
         report.skipped += trace.skipped

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from graphcheck.findings import Finding, at_or_above
 from graphcheck.layers import GPU_CHOICES, GpuMode, cuda_available  # noqa: F401  (GPU_CHOICES: re-exported)
@@ -99,20 +100,44 @@ ProgressFn = Callable[[str, int, int], None]
 
 
 def run_cases(sources: Sequence[str], gpu: str = "auto", examples: int = 4, timeout: float = 120.0,
-              progress: ProgressFn | None = None) -> tuple[list[CaseResult], list[Finding]]:
+              progress: ProgressFn | None = None, isolate: bool = True,
+              workers: int | None = None, pool: Any = None) -> tuple[list[CaseResult], list[Finding]]:
     """Discover the cases of each source and check every one.
 
     A module that fails to import, or a broken declaration, becomes a finding
     (GC004 / GC005); a case that raises becomes GC004 in its report.
+    ``isolate`` (the default) imports the modules and runs the cases in worker
+    processes (:mod:`graphcheck.workers`), so a module or case that exits,
+    crashes or hangs costs one finding (GC004, GC006, GC007), not the run;
+    ``workers`` caps how many run at once; ``pool`` is a
+    :class:`graphcheck.workers.pool.WorkerPool` already started (left open).
     """
-    from graphcheck.api import check
-    from graphcheck.discovery import discover
-
     mode = check_gpu_mode(gpu)
     if sources:
         from graphcheck.extras import require_torch
 
         require_torch("running the declared cases")
+    if isolate:
+        from graphcheck.workers.run import run_sources
+
+        runs, problems = run_sources(sources, gpu=mode, examples=examples, timeout=timeout, progress=progress,
+                                     workers=workers, pool=pool)
+        results = []
+        for run in runs:
+            run.report.findings = [_relative(f) for f in run.report.findings]
+            results.append(CaseResult(run.source, run.name, run.report, run.seconds))
+    else:
+        results, problems = _run_in_process(sources, mode, examples, timeout, progress)
+    from graphcheck.expectations import mark_expected
+
+    return results, mark_expected(_relative(f) for f in problems)
+
+
+def _run_in_process(sources: Sequence[str], mode: str, examples: int, timeout: float,
+                    progress: ProgressFn | None) -> tuple[list[CaseResult], list[Finding]]:
+    from graphcheck.api import check
+    from graphcheck.discovery import discover
+
     declared = []
     problems: list[Finding] = []
     for source in sources:
@@ -129,9 +154,7 @@ def run_cases(sources: Sequence[str], gpu: str = "auto", examples: int = 4, time
         results.append(CaseResult(source, case.name, report, time.perf_counter() - started))
     if progress:
         progress("", len(declared), len(declared))
-    from graphcheck.expectations import mark_expected
-
-    return results, mark_expected(_relative(f) for f in problems)
+    return results, problems
 
 
 def verify_expectations(result: AuditResult) -> list[Finding]:
@@ -165,26 +188,41 @@ def _relative(finding: Finding) -> Finding:
 
 
 def audit(targets: Sequence[str], *, gpu: str = "auto", examples: int = 4, config=None, timeout: float = 120.0,
-          lint: bool = True, progress: ProgressFn | None = None) -> AuditResult:
-    """Lint and run the cases of every target. Raises :class:`TargetError` for a bad target."""
+          lint: bool = True, progress: ProgressFn | None = None, isolate: bool = True,
+          workers: int | None = None) -> AuditResult:
+    """Lint and run the cases of every target. Raises :class:`TargetError` for a bad target.
+
+    With ``isolate`` (the default) the cases run in worker processes that start
+    before the lint, so their start-up overlaps it.
+    """
     from graphcheck.lint.engine import lint_paths
 
     started = time.perf_counter()
     resolved = [resolve_target(t) for t in targets]
     check_gpu_mode(gpu)  # fail before the lint when --gpu required cannot be met
     result = AuditResult(resolved, [], [], [])
-    if lint:
-        paths = list(dict.fromkeys(p for t in resolved for p in t.lint_paths))
-        if paths:
-            from graphcheck import config as config_mod
-
-            cfg = config if config is not None else config_mod.discover(paths[0])
-            linted = lint_paths(paths, cfg)
-            result.lint_findings = linted.findings
-            result.files_checked, result.lines = linted.files_checked, linted.lines
     sources = list(dict.fromkeys(s for t in resolved for s in t.case_sources))
-    result.cases, result.discovery_findings = run_cases(sources, gpu=gpu, examples=examples, timeout=timeout,
-                                                        progress=progress)
+    pool = None
+    if isolate and sources:
+        from graphcheck.workers.run import start_pool
+
+        pool = start_pool(check_gpu_mode(gpu), len(sources), workers)
+    try:
+        if lint:
+            paths = list(dict.fromkeys(p for t in resolved for p in t.lint_paths))
+            if paths:
+                from graphcheck import config as config_mod
+
+                cfg = config if config is not None else config_mod.discover(paths[0])
+                linted = lint_paths(paths, cfg)
+                result.lint_findings = linted.findings
+                result.files_checked, result.lines = linted.files_checked, linted.lines
+        result.cases, result.discovery_findings = run_cases(sources, gpu=gpu, examples=examples, timeout=timeout,
+                                                            progress=progress, isolate=isolate, workers=workers,
+                                                            pool=pool)
+    finally:
+        if pool is not None:
+            pool.close(graceful=sys.exc_info()[0] is None)
     verify_expectations(result)
     result.seconds = time.perf_counter() - started
     return result

@@ -25,6 +25,16 @@ class Case:
     #: CUDA-only extension); the GPU-free layer then skips it with a reason.
     cpu_ok: bool = True
     description: str = ""
+    #: The trace layer answers ``torch.cuda.is_current_stream_capturing()`` (and the other capture-state
+    #: queries) True while it runs ``fn``, as capture will, so guarded debug code takes the capture path.
+    #: False traces the eager path instead.
+    as_captured: bool = True
+    #: Value strategies to search (Hypothesis): ``"auto"`` for every input tensor, or a dict from input
+    #: name to ``"auto"``, a kind name or ``graphcheck.inputs.lengths()/scales()/logits()/indices()/floats()``.
+    #: None (the default): only the seeds of ``make_inputs`` are run.
+    strategies: Any = None
+    #: Hypothesis examples per search (default: 10 x the ``examples`` of the check).
+    search_examples: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -37,6 +47,10 @@ class Case:
             self.outputs = (self.outputs,)
         if self.outputs is not None:
             self.outputs = tuple(self.outputs)
+        if self.strategies is not None and self.strategies != "auto" and not isinstance(self.strategies, Mapping):
+            raise TypeError(f"Case {self.name!r}: strategies must be 'auto' or a dict of input name -> strategy")
+        if self.search_examples is not None and (not isinstance(self.search_examples, int) or self.search_examples < 0):
+            raise ValueError(f"Case {self.name!r}: search_examples must be a non-negative int")
         for tol in ("atol", "rtol"):
             value = getattr(self, tol)
             if not isinstance(value, (int, float)) or value < 0:

@@ -75,10 +75,12 @@ def _default_interpret() -> bool:
         return True
 
 
-def _import_file(path: Path) -> ModuleType:
+def _import_file(path: Path, fresh: bool = False) -> ModuleType:
     path = path.resolve()
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
     name = f"graphcheck_cases_{path.stem}_{digest}"
+    if fresh:
+        sys.modules.pop(name, None)
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
@@ -116,8 +118,13 @@ def _declaration_line(module: ModuleType, attr: str) -> int:
     return 1
 
 
-def cases_of(module: ModuleType, source: str) -> Discovery:
-    """The cases ``module`` declares (calling ``graphcheck_cases()`` if it has one)."""
+def cases_of(module: ModuleType, source: str, contained: bool = False) -> Discovery:
+    """The cases ``module`` declares (calling ``graphcheck_cases()`` if it has one).
+
+    ``contained``: this is a worker process, so anything ``graphcheck_cases()``
+    raises (``KeyboardInterrupt`` too) is the module's finding.
+    """
+    caught = BaseException if contained else (Exception, SystemExit)
     path = getattr(module, "__file__", None) or source
     found: list[tuple[str, Case]] = []
     findings: list[Finding] = []
@@ -137,7 +144,7 @@ def cases_of(module: ModuleType, source: str) -> Discovery:
                 continue
             try:
                 value = value()
-            except (Exception, SystemExit) as exc:
+            except caught as exc:
                 findings.append(_finding("GC005", f"graphcheck_cases() raised {type(exc).__name__}: {exc}", path, line,
                                          {"traceback": traceback.format_exc()[-4000:]}))
                 continue
@@ -169,8 +176,15 @@ def _candidate_files(root: Path) -> list[Path]:
     return case_files(root)
 
 
-def discover(target: str | os.PathLike, interpret: bool | None = None) -> Discovery:
-    """Import ``target`` (module name, file or directory) and collect its declared cases."""
+def discover(target: str | os.PathLike, interpret: bool | None = None, contained: bool = False) -> Discovery:
+    """Import ``target`` (module name, file or directory) and collect its declared cases.
+
+    ``contained=True`` is for a worker process (:mod:`graphcheck.workers`): a
+    file is imported afresh even if an earlier task imported it, and anything
+    the import raises, ``KeyboardInterrupt`` included, becomes the module's GC004
+    (in the process the user interrupts, a ``KeyboardInterrupt`` still stops the run).
+    """
+    caught = BaseException if contained else (Exception, SystemExit)
     interpret = _default_interpret() if interpret is None else interpret
     text = os.fspath(target)
     path = Path(text)
@@ -187,8 +201,8 @@ def discover(target: str | os.PathLike, interpret: bool | None = None) -> Discov
             sources = [(text, None)]
         for source, file in sources:
             try:
-                module = _import_file(file) if file is not None else importlib.import_module(source)
-            except (Exception, SystemExit) as exc:  # sys.exit() at import must not end the whole run
+                module = _import_file(file, fresh=contained) if file is not None else importlib.import_module(source)
+            except caught as exc:  # sys.exit() at import must not end the whole run
                 from graphcheck.trace.frames import traceback_location
 
                 loc = traceback_location(exc.__traceback__)
@@ -197,7 +211,7 @@ def discover(target: str | os.PathLike, interpret: bool | None = None) -> Discov
                     "GC004", f"importing {source} failed: {type(exc).__name__}: {exc}", where, loc.line or 1,
                     {"traceback": traceback.format_exc()[-4000:]}))
                 continue
-            found = cases_of(module, source)
+            found = cases_of(module, source, contained)
             result.cases += found.cases
             result.findings += found.findings
     return result

@@ -50,6 +50,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "required (fail without CUDA)")
     group.addoption("--graphcheck-examples", type=int, default=None, metavar="N",
                     help="input seeds per case whose launch plans are compared (default 4)")
+    group.addoption("--graphcheck-timeout", type=float, default=None, metavar="SECONDS",
+                    help="per-case, per-layer limit; a case past it is GC007 (default 120)")
     parser.addini("graphcheck_paths", type="linelist", default=[],
                   help="graphcheck: module names, files or directories holding declared cases")
     parser.addini("graphcheck_gpu", default="auto", help="graphcheck: default for --graphcheck-gpu")
@@ -69,6 +71,33 @@ def _gpu_mode(config: pytest.Config) -> str:
 def _examples(config: pytest.Config) -> int:
     n = config.getoption("graphcheck_examples")
     return 4 if n is None else max(2, n)
+
+
+def _timeout(config: pytest.Config) -> float:
+    t = config.getoption("graphcheck_timeout")
+    return 120.0 if t is None or not t > 0 else float(t)
+
+
+_POOL_KEY = "_graphcheck_pool"
+
+
+def _pool(config: pytest.Config) -> Any:
+    """This pytest process's worker (one; pytest-xdist gives one per xdist worker, each on its own GPU)."""
+    pool = getattr(config, _POOL_KEY, None)
+    if pool is None:
+        from graphcheck.workers.pool import WorkerPool
+        from graphcheck.workers.run import session_slot
+
+        pool = WorkerPool([session_slot("off" if _gpu_mode(config) == "off" else "auto")])
+        setattr(config, _POOL_KEY, pool)
+    return pool
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    pool = getattr(config, _POOL_KEY, None)
+    if pool is not None:
+        pool.close(graceful=False)
+        setattr(config, _POOL_KEY, None)
 
 
 _cuda: bool | None = None
@@ -136,21 +165,32 @@ class GraphcheckFile(pytest.File):
     source: str = ""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from graphcheck.discovery import discover
         from graphcheck.extras import MissingExtra, require_torch
 
         try:
             require_torch("pytest --graphcheck")
         except MissingExtra as exc:
             raise pytest.UsageError(str(exc)) from None
+        # imported in a worker process: a module that exits, crashes or hangs at import is one failed item
+        from graphcheck.workers.run import discover_source
 
-        interpret = True if _gpu_mode(self.config) == "off" else None
-        found = discover(self.source, interpret=interpret)
-        if found.findings:
-            yield DeclarationItem.from_parent(self, name="[declaration]", findings=found.findings)
-        for _, case in found.cases:
+        gpu = "off" if _gpu_mode(self.config) == "off" else "auto"
+        cases, findings = discover_source(_pool(self.config), self.source, gpu=gpu, timeout=_timeout(self.config))
+        if findings:
+            yield DeclarationItem.from_parent(self, name="[declaration]", findings=findings)
+        for entry in cases:
             for layer in LAYERS:
-                yield CaseItem.from_parent(self, name=f"{case.name}[{layer}]", case=case, layer=layer)
+                yield CaseItem.from_parent(self, name=f"{entry['name']}[{layer}]", case=DeclaredCase(entry),
+                                           layer=layer)
+
+
+class DeclaredCase:
+    """A case found in a worker: its name, its id (``source::name``) and its function's location."""
+
+    def __init__(self, entry: dict) -> None:
+        self.entry = entry
+        self.name: str = entry["name"]
+        self.source: str = entry["id"].rsplit("::", 1)[0] if "::" in entry["id"] else entry["id"]
 
 
 class GraphcheckFailure(Exception):
@@ -192,7 +232,10 @@ class CaseItem(pytest.Item):
         from graphcheck.assertions import format_report
         from graphcheck.findings import Severity, at_or_above
 
-        report = run_layer(self.case, self.layer, _gpu_mode(self.config), _examples(self.config))
+        if isinstance(self.case, DeclaredCase):
+            report = run_declared_layer(self.config, self.case, self.layer)
+        else:
+            report = run_layer(self.case, self.layer, _gpu_mode(self.config), _examples(self.config))
         if at_or_above(report.findings, Severity.WARNING):
             raise GraphcheckFailure(format_report(report))
         result = report.layers.get(self.layer)
@@ -215,6 +258,17 @@ def run_layer(case: Any, layer: str, gpu: str, examples: int) -> Any:
     if layer == "capture" and gpu == "required" and not _cuda_available():
         pytest.fail("--graphcheck-gpu=required, but no CUDA device is available", pytrace=False)
     return check(case, gpu="off" if gpu == "off" else "auto", examples=examples, layers=(layer,))  # required: above
+
+
+def run_declared_layer(config: pytest.Config, case: DeclaredCase, layer: str) -> Any:
+    """``layer`` of a declared case, run in this session's worker (GC006/GC007 if it crashes or hangs)."""
+    from graphcheck.workers.run import check_case
+
+    gpu = _gpu_mode(config)
+    if layer == "capture" and gpu == "required" and not _cuda_available():
+        pytest.fail("--graphcheck-gpu=required, but no CUDA device is available", pytrace=False)
+    return check_case(_pool(config), case.source, case.entry, (layer,), gpu="off" if gpu == "off" else "auto",
+                      examples=_examples(config), timeout=_timeout(config))
 
 
 @pytest.hookimpl(tryfirst=True)

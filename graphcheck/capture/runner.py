@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from graphcheck import rules
 from graphcheck.capture import errors as cuda_err
+from graphcheck.capture import escapes
 from graphcheck.capture.locations import Location, exception_location, function_location
 from graphcheck.capture.nodes import GraphNode, escaped_kernels, graph_nodes, summarize
 from graphcheck.capture.replay import compare, copy_inputs, input_problems, output_tensors, poison_
@@ -145,6 +146,7 @@ class CaptureRun:
         index = pick_device(torch.cuda.device_count(), self.device_index)
         torch.cuda.set_device(index)
         self.device = torch.device("cuda", index)
+        escapes.watch_cupy(self.case)
         try:
             self._run()
         except _Stop:
@@ -215,7 +217,8 @@ class CaptureRun:
                     with rec:
                         with watch:
                             watch.start()
-                            ret = self.case.fn(**inputs)
+                            with escapes.recording(self.case) as self.launch_notes:
+                                ret = self.case.fn(**inputs)
             except Exception as exc:
                 failure = exc
             finally:
@@ -293,19 +296,41 @@ class CaptureRun:
         graph_empty = nodes == [] or (nodes is None and bool(empty_warnings))
         node_evidence = summarize(nodes) if nodes is not None else None
         self.graph_empty = graph_empty
+        notes = list(getattr(self, "launch_notes", []) or [])
+        foreign = list(getattr(watch, "foreign", []))
+        capture_stream = getattr(watch, "capture_stream", None)
+
+        def locate(kernel: str) -> tuple[Location | None, str, dict[str, Any]]:
+            note = escapes.attribute(kernel, launches, notes, foreign, capture_stream)
+            if note is None:
+                return None, "", {}
+            return (note.location, escapes.describe(kernel, note),
+                    {"launch_line": f"{note.location.path}:{note.location.line}", "launched_kernel": note.kernel,
+                     "stream": note.stream, "stream_name": escapes.stream_name(note.stream), "seen_by": note.via})
+
         if graph_empty and launched:
             shown = ", ".join(dict.fromkeys(launched[:8]))
+            loc, said, where = None, "", {}
+            for kernel in dict.fromkeys(launched):
+                loc, said, where = locate(kernel)
+                if loc is not None:
+                    break
+            detail = f": {said}; it ran once at capture and is not in the graph" if said else \
+                ": they ran outside the graph (legacy default stream or another non-capturing stream)"
             self.add("GC204", f"the captured graph of case {self.case.name!r} is empty, but an eager call launches "
-                     f"{len(launched)} kernel(s) ({shown}): they ran outside the graph (legacy default stream or "
-                     "another non-capturing stream) and replay will compute nothing",
-                     eager_kernels=launched[:50], warnings=empty_warnings or None, graph=node_evidence)
+                     f"{len(launched)} kernel(s) ({shown}){detail}; replay will compute nothing", loc,
+                     eager_kernels=launched[:50], warnings=empty_warnings or None, graph=node_evidence, **where)
         elif nodes is not None and eager_names:
             for kernel in escaped_kernels(eager_names, nodes):
-                loc = next((Location(l.path, int(l.line), getattr(l, "function", None)) for l in launches
-                            if kernel in str(getattr(l, "kernel", ""))), None)
+                loc, said, where = locate(kernel)
+                if loc is None:
+                    loc = next((Location(l.path, int(l.line), getattr(l, "function", None)) for l in launches
+                                if kernel in str(getattr(l, "kernel", ""))), None)
+                why = f": {said}; it ran once at capture and is not in the graph" if said else \
+                    ": it escaped to another stream"
                 self.add("GC203", f"kernel {kernel!r} ran in the eager call of case {self.case.name!r} but is not in "
-                         "the captured graph: it escaped to another stream", loc, kernel=kernel,
-                         eager_kernels=eager_names[:50], graph=node_evidence)
+                         f"the captured graph{why}", loc, kernel=kernel, eager_kernels=eager_names[:50],
+                         graph=node_evidence, **where)
         for op in getattr(watch, "foreign", []):
             if not op.capturing:
                 self.add("GC203", f"{op.op} ran on a stream that was not capturing while case {self.case.name!r} "
@@ -369,8 +394,61 @@ class CaptureRun:
                     reported.add(f"addr:{name}")
                     self.add("GC304", f"output {name!r} of case {case.name!r} moved between replays "
                              f"({out_addresses[name]:#x} -> {t.data_ptr():#x})", seed=seed, output=name)
+        if not reported and getattr(case, "strategies", None):
+            with self.stage("the value search (mutated replay)"):
+                self._search_replay(graph, captured, outs, rec)
 
-    def _baked_launch(self, seed: int, rec: Any) -> tuple[Location | None, dict[str, Any] | None]:
+    def _search_replay(self, graph: Any, captured: dict[str, Any], outs: dict[str, Any], rec: Any) -> None:
+        """Hypothesis draws values for the case's ``strategies``; replay must match eager on each (shrunk on failure)."""
+        import torch
+
+        from graphcheck.trace import search
+
+        case, dev = self.case, self.device
+        base = case.inputs(0, dev)
+        specs = search.resolve(case, base)
+
+        def with_values(values: dict[str, list[Any]]) -> dict[str, Any]:
+            inputs = case.inputs(0, dev)
+            for name, vals in values.items():
+                search.write_values(inputs[name], vals)
+            return inputs
+
+        def run(values: dict[str, list[Any]]) -> Any:
+            fresh = with_values(values)
+            if input_problems(captured, fresh):
+                return None
+            with torch.no_grad():
+                copy_inputs(captured, fresh)
+                for t in outs.values():
+                    poison_(t)
+                graph.replay()
+            torch.cuda.synchronize()
+            eager_inputs = with_values(values)
+            for t in output_tensors(None, case.outputs, eager_inputs).values():
+                poison_(t)
+            try:
+                eager_ret = case.fn(**eager_inputs)
+                torch.cuda.synchronize()
+            except Exception as exc:
+                if cuda_err.is_sticky(exc):
+                    raise
+                return None  # the wrapper rejects these values
+            eager_outs = output_tensors(eager_ret, case.outputs, eager_inputs)
+            for name, got in outs.items():
+                if name in eager_outs:
+                    mismatch = compare(name, got, eager_outs[name], case.atol, case.rtol)
+                    if mismatch is not None:
+                        return mismatch
+            return None
+
+        budget = case.search_examples if case.search_examples is not None else 10 * max(2, self.examples)
+        found = search.search(specs, base, run, budget)
+        if found is not None:
+            self._report_mismatch(found.problem, "search", rec, found=found, inputs=with_values(found.values))
+
+    def _baked_launch(self, seed: Any, rec: Any,
+                      inputs: dict[str, Any] | None = None) -> tuple[Location | None, dict[str, Any] | None]:
         """The first Triton launch whose plan differs between the capture and an eager call on ``seed``."""
         captured_launches = list(getattr(rec, "launches", []))
         if not captured_launches:
@@ -378,7 +456,7 @@ class CaptureRun:
         eager_rec, _ = open_recorder()
         try:
             with eager_rec:
-                self.case.fn(**self.case.inputs(seed, self.device))
+                self.case.fn(**(inputs if inputs is not None else self.case.inputs(seed, self.device)))
             found = _launch_diff(captured_launches, list(getattr(eager_rec, "launches", [])))
         except Exception:
             return None, None  # the launch plan is extra evidence only
@@ -401,22 +479,26 @@ class CaptureRun:
         self.add("GC004", f"case {case.name!r} cannot be replayed with new values: " + "; ".join(problems),
                  seed=seed, stage="mutated replay")
 
-    def _report_mismatch(self, mismatch: Any, seed: int, rec: Any) -> None:
+    def _report_mismatch(self, mismatch: Any, seed: Any, rec: Any, found: Any = None,
+                         inputs: dict[str, Any] | None = None) -> None:
         case = self.case
-        loc, diff = self._baked_launch(seed, rec)
+        loc, diff = self._baked_launch(seed, rec, inputs)
         evidence = dict(mismatch.to_evidence(), seed=seed, atol=case.atol, rtol=case.rtol,
-                        detail=mismatch.detail or None, launch_diff=diff)
+                        detail=mismatch.detail or None, launch_diff=diff,
+                        search=found.evidence() if found is not None else None)
+        searched = f"; {found.sentence()}" if found is not None else ""
+        with_seed = "the searched input" if found is not None else f"seed {seed}"
         if mismatch.poison_only:
-            self.add("GC505", f"after replay with seed {seed}, {mismatch.count} of {mismatch.total} elements of output "
+            self.add("GC505", f"after replay with {with_seed}, {mismatch.count} of {mismatch.total} elements of output "
                      f"{mismatch.output!r} of case {case.name!r} still hold the poison value, but the eager call wrote "
-                     "them: the graph does not write them", loc, **evidence)
+                     f"them: the graph does not write them{searched}", loc, **evidence)
             return
         baked = f"; launch argument {diff['argument']} of {diff['kernel']} was baked at capture" if diff else ""
         code = _BAKED_CODES.get(diff["argument"].split(":", 1)[0], "GC406") if diff else "GC406"
-        self.add(code, f"replaying case {case.name!r} with seed {seed} differs from eager for output "
+        self.add(code, f"replaying case {case.name!r} with {with_seed} differs from eager for output "
                  f"{mismatch.output!r}: max abs error {mismatch.max_abs_error:.4g}, {mismatch.count} of "
                  f"{mismatch.total} elements outside atol={case.atol:g}, rtol={case.rtol:g}{baked} "
-                 f"{mismatch.detail}".rstrip(), loc, **evidence)
+                 f"{mismatch.detail}".rstrip() + searched, loc, **evidence)
 
 
 def run_case(case: Case, *, examples: int = 8, capture_error_mode: str = "global",

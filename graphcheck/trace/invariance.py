@@ -52,8 +52,8 @@ def compare(runs: Sequence[tuple[int, Recorder]], case: str | None) -> list[Find
             if key not in findings:
                 findings[key] = make_finding(
                     "GC405",
-                    f"the ops and launches differ between seeds: entry {i} is {seen_base} with seed {base_seed} "
-                    f"but {seen_other} with seed {seed} ({len(base_labels)} vs {len(labels)} entries)",
+                    f"the ops and launches differ between seeds: entry {i} is {seen_base} with {_label(base_seed)} "
+                    f"but {seen_other} with {_label(seed)} ({len(base_labels)} vs {len(labels)} entries)",
                     at=here[1], layer="trace", case=case,
                     evidence={"index": i, "seeds": {str(base_seed): seen_base, str(seed): seen_other},
                      "lengths": {str(base_seed): len(base_labels), str(seed): len(labels)}},
@@ -79,7 +79,7 @@ def compare(runs: Sequence[tuple[int, Recorder]], case: str | None) -> list[Find
                 key = (code, loc.path, loc.line, launch.kernel, arg)
                 if key in findings:
                     continue
-                values = ", ".join(f"seed {seed}: {_fmt(v)}" for seed, v in seen)
+                values = ", ".join(f"{_label(seed)}: {_fmt(v)}" for seed, v in seen)
                 subject = "the grid" if field == "grid" else f"{what} {arg!r}"
                 findings[key] = make_finding(
                     code,
@@ -89,6 +89,11 @@ def compare(runs: Sequence[tuple[int, Recorder]], case: str | None) -> list[Find
                      "launch_index": i},
                 )
     return list(findings.values())
+
+
+def _label(seed: Any) -> str:
+    """``seed 3``, or a label such as ``the searched input`` as given."""
+    return f"seed {seed}" if isinstance(seed, int) else str(seed)
 
 
 def _jsonable(value: Any) -> Any:

@@ -79,6 +79,41 @@ def _sync_function(op: str, detail: str, skip_without_cuda: bool):
     return make
 
 
+def _thread_start(original):
+    """``Thread.start`` that hands the starting thread's recorders to the new thread.
+
+    Dispatch modes and the recorder stack are per thread; a wrapper that calls
+    ``.item()`` in a ``threading.Thread`` or a ``ThreadPoolExecutor`` worker
+    started while the case runs is still seen. A thread started before the case
+    (a pool made at import) is not.
+    """
+
+    @functools.wraps(original)
+    def start(self, *args, **kwargs):
+        recorders = [r for r in active_recorders() if getattr(r, "active", False)]
+        if recorders and not quiet_depth():
+            run = self.run
+
+            def run_recorded():
+                modes = []
+                for rec in recorders:
+                    push(rec)
+                    mode = rec.new_mode()
+                    mode.__enter__()
+                    modes.append(mode)
+                try:
+                    return run()
+                finally:
+                    for rec, mode in zip(reversed(recorders), reversed(modes)):
+                        mode.__exit__(None, None, None)
+                        pop(rec)
+
+            self.run = run_recorded
+        return original(self, *args, **kwargs)
+
+    return start
+
+
 def _install() -> None:
     import torch
 
@@ -91,6 +126,7 @@ def _install() -> None:
         cls = getattr(cuda, cls_name, None)
         if isinstance(cls, type) and "synchronize" in cls.__dict__:
             _wrap(cls, "synchronize", _sync_function(f"torch.cuda.{cls_name}.synchronize", f"a {cls_name.lower()} synchronize", True))
+    _wrap(threading.Thread, "start", _thread_start)
     accel = getattr(torch, "accelerator", None)
     if accel is not None and hasattr(accel, "synchronize"):
         _wrap(accel, "synchronize", _sync_function("torch.accelerator.synchronize", "a device-wide synchronize", True))

@@ -53,6 +53,9 @@ class Launch:
     autotuned: bool = False
     seq: int = 0
     raw_pointers: dict = dataclasses.field(default_factory=dict, repr=False)
+    #: the CUDA stream (``cuda_stream`` handle) current at launch, None for CPU tensors; the capture
+    #: layer names a launch that escaped the graph by it
+    stream: int | None = None
 
     def plan(self) -> dict[str, Any]:
         """What must not change between calls with different values."""
@@ -77,6 +80,7 @@ class Recorder:
         self._named: list[tuple[str, int, int, int]] = []
         self._fresh: list[tuple[Any, OpEvent]] = []
         self._mode: Any = None
+        self.active = False
         self.name_tensors(tensors or {})
 
     # -- public views ---------------------------------------------------------
@@ -114,7 +118,8 @@ class Recorder:
                     launch.pointers[arg] = self._resolve(ptr)
 
     # -- context manager -------------------------------------------------------
-    def __enter__(self) -> "Recorder":
+    def new_mode(self) -> Any:
+        """A dispatch mode that records into this recorder (one per thread: torch's modes are thread-local)."""
         from torch.utils._python_dispatch import TorchDispatchMode
 
         recorder = self
@@ -122,7 +127,7 @@ class Recorder:
         class _Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
-                if patches.quiet_depth():
+                if patches.quiet_depth() or not recorder.active:
                     return func(*args, **kwargs)
                 event = recorder._op(func, args, kwargs, sys._getframe(1))
                 out = func(*args, **kwargs)
@@ -130,18 +135,23 @@ class Recorder:
                     recorder._fresh.append((out, event))
                 return out
 
+        return _Mode()
+
+    def __enter__(self) -> "Recorder":
         patches.acquire()
         patches.push(self)
-        self._mode = _Mode()
+        self._mode = self.new_mode()
         try:
             self._mode.__enter__()
         except BaseException:
             patches.pop(self)
             patches.release()
             raise
+        self.active = True
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self.active = False  # a thread started inside keeps its mode; it records nothing more
         try:
             self._mode.__exit__(*exc)
         finally:
@@ -170,6 +180,8 @@ class Recorder:
         return event
 
     def _python_event(self, code: str, op: str, detail: str) -> None:
+        if not self.active:
+            return
         loc = user_location(sys._getframe(1))
         self.events.append(OpEvent(op, code, loc.path, loc.line, loc.function, detail, self._next()))
 
@@ -189,7 +201,8 @@ class Recorder:
                 self.events.append(OpEvent(f"launch:{plan['kernel']}", "GC305", loc.path, loc.line, loc.function,
                                            f"CPU tensor passed as argument {arg!r} of kernel {plan['kernel']}", self._next()))
         launch = Launch(plan["kernel"], plan["grid"], plan["constexprs"], plan["scalars"], pointers, None,
-                        loc.path, loc.line, loc.function, seq=self._next(), raw_pointers=raw)
+                        loc.path, loc.line, loc.function, seq=self._next(), raw_pointers=raw,
+                        stream=_launch_stream(plan["tensors"].values()))
         self.launches.append(launch)
         return launch
 
@@ -236,6 +249,20 @@ class Recorder:
 
     def _fresh_refs_done(self) -> None:
         self._fresh = []
+
+
+def _launch_stream(tensors: Any) -> int | None:
+    """The current stream of the first CUDA tensor's device (Triton launches on the current stream)."""
+    for tensor in tensors:
+        device = getattr(tensor, "device", None)
+        if device is not None and device.type == "cuda":
+            try:
+                import torch
+
+                return int(torch.cuda.current_stream(device).cuda_stream)
+            except Exception:
+                return None
+    return None
 
 
 def _touches_device(args: tuple, kwargs: dict) -> bool:

@@ -16,10 +16,16 @@ from typing import Any
 
 from graphcheck.case import Case
 from graphcheck.findings import Finding
-from graphcheck.trace import invariance, outputs
 from graphcheck.rules import make_finding
+from graphcheck.trace import contract, invariance, outputs
 from graphcheck.trace.frames import Location, function_location, traceback_location
+from graphcheck.trace.capture_state import as_captured
+from graphcheck.trace.deadline import CaseTimeout, deadline
 from graphcheck.trace.recorder import Recorder
+
+#: what a case's own exception may be: ``sys.exit()`` in a case is the case's error, not the end of the
+#: run. A worker process (which no user can interrupt) sets this to BaseException, KeyboardInterrupt too.
+CASE_ERRORS: tuple[type[BaseException], ...] = (Exception, SystemExit)
 
 
 @dataclasses.dataclass
@@ -47,11 +53,22 @@ def _error_finding(case: Case, exc: BaseException, stage: str, fallback: Locatio
                                                                                   exc.__traceback__))[-4000:]})
 
 
+#: (seed, input signature) of the calls of the case being traced (reset per run_trace)
+_signatures: list[tuple[int, dict[str, tuple]]] = []
+
+
 def _call(case: Case, seed: int, device: str, poison_index: int | None) -> tuple[Recorder, dict[str, Any], set[str]]:
     try:
         inputs = case.inputs(seed, device)
-    except Exception as exc:
+    except CaseTimeout:
+        raise
+    except CASE_ERRORS as exc:
         raise _CaseFailed(_error_finding(case, exc, f"make_inputs(seed={seed})", function_location(case.make_inputs)))
+    _signatures.append((seed, contract.signature(inputs)))
+    if len(_signatures) == 1:
+        bad_outputs = contract.output_problems(case, inputs)
+        if bad_outputs:
+            raise _CaseFailed(bad_outputs[0])
     named_outputs: dict[str, Any] = {}
     for name in case.outputs or ():
         # an output argument may hold several tensors (``outs=(out, lse)``): each is named as the recorder names it
@@ -62,9 +79,11 @@ def _call(case: Case, seed: int, device: str, poison_index: int | None) -> tuple
         poisoned = set(named_outputs)
     rec = Recorder(inputs, device_type=device.split(":")[0])
     try:
-        with rec:
+        with rec, as_captured(case.as_captured):
             result = case.fn(**inputs)
-    except Exception as exc:
+    except CaseTimeout:
+        raise
+    except CASE_ERRORS as exc:
         raise _CaseFailed(_error_finding(case, exc, f"the call (seed={seed})", function_location(case.fn)))
     returned = outputs.flatten_outputs(result) if case.outputs is None else {}
     rec.name_tensors(returned)
@@ -128,20 +147,63 @@ def _output_findings(first: dict, second: dict, poisoned: set[str], rec: Recorde
     return result
 
 
-def run_trace(case: Case, device: str = "cpu", examples: int = 4) -> TraceResult:
-    """Run the trace layer for one case on ``device`` ("cpu" runs Triton in the interpreter)."""
+def _route(device: str) -> Any:
+    if device != "cpu":
+        return contextlib.nullcontext()
+    from graphcheck.trace.launches import interpreter_route
+
+    return interpreter_route()
+
+
+def _search_findings(case: Case, device: str, base: Recorder, known: list[Finding], examples: int) -> list[Finding]:
+    """Launch-plan invariance over values Hypothesis draws from the case's ``strategies`` (shrunk on failure)."""
+    from graphcheck.trace import search
+
+    base_inputs = case.inputs(0, device)
+    specs = search.resolve(case, base_inputs)
+    seen = {(f.code, f.path, f.line) for f in known}
+
+    def run(values: dict[str, list[Any]]) -> Finding | None:
+        inputs = case.inputs(0, device)
+        for name, vals in values.items():
+            search.write_values(inputs[name], vals)
+        rec = Recorder(inputs, device_type=device.split(":")[0])
+        try:
+            with rec, as_captured(case.as_captured):
+                case.fn(**inputs)
+        except CaseTimeout:
+            raise
+        except CASE_ERRORS:
+            return None  # the wrapper rejects these values: outside the case's contract
+        for finding in invariance.compare([(0, base), ("the searched input", rec)], case.name):
+            if (finding.code, finding.path, finding.line) not in seen:
+                return finding
+        return None
+
+    budget = case.search_examples if case.search_examples is not None else 10 * max(2, int(examples))
+    found = search.search(specs, base_inputs, run, budget)
+    if found is None:
+        return []
+    finding: Finding = found.problem
+    return [dataclasses.replace(finding, message=f"{finding.message}; {found.sentence()}",
+                                evidence=dict(finding.evidence, search=found.evidence()))]
+
+
+def run_trace(case: Case, device: str = "cpu", examples: int = 4, timeout: float | None = None) -> TraceResult:
+    """Run the trace layer for one case on ``device`` ("cpu" runs Triton in the interpreter).
+
+    ``timeout``: seconds for all of the case's calls; past it the case is GC007
+    (see :mod:`graphcheck.trace.deadline` for what can be interrupted).
+    """
     if device == "cpu" and not case.cpu_ok:
         return TraceResult([], [f"case {case.name!r} is marked cpu_ok=False: trace layer skipped on the CPU"], [])
     seeds = list(range(max(2, int(examples))))
-    route: Any = contextlib.nullcontext()
-    if device == "cpu":
-        from graphcheck.trace.launches import interpreter_route
-
-        route = interpreter_route()
+    route = _route(device)
     findings: list[Finding] = []
     runs: list[tuple[int, Recorder]] = []
     first: Recorder | None = None
-    with route:
+    _signatures.clear()
+    with route, deadline(timeout):
         try:
             first, out_a, poisoned = _call(case, seeds[0], device, 0)
             second, out_b, _ = _call(case, seeds[0], device, 1)
@@ -151,9 +213,27 @@ def run_trace(case: Case, device: str = "cpu", examples: int = 4) -> TraceResult
         except _CaseFailed as failed:
             done = ([(seeds[0], first)] if first is not None else []) + runs
             return TraceResult(_sync_findings(done, case) + [failed.finding], [], done)
+        except CaseTimeout:
+            done = ([(seeds[0], first)] if first is not None else []) + runs
+            timed_out = make_finding("GC007", f"case {case.name!r} did not finish the trace layer within {timeout:g} s "
+                                     "(a hang, or far too slow)", at=function_location(case.fn), layer="trace",
+                                     case=case.name,
+                                     evidence={"timeout_s": timeout, "traceback": traceback.format_exc()[-4000:]})
+            return TraceResult(_sync_findings(done, case) + [timed_out], [], done)
     findings += _sync_findings([(seeds[0], first)] + runs, case)
+    broken = contract.seed_problems(case, list(_signatures))
+    if broken:  # launches of differently shaped inputs would be blamed on the kernel
+        return TraceResult(findings + broken, [], [(seeds[0], first)] + runs)
     findings += _compile_findings(first, second, case)
     findings += invariance.compare(runs, case.name)
     findings += _output_findings(out_a, out_b, poisoned, second, case)
+    if getattr(case, "strategies", None):
+        with _route(device), deadline(timeout):
+            try:
+                findings += _search_findings(case, device, second, findings, examples)
+            except CaseTimeout:
+                findings.append(make_finding("GC007", f"the value search of case {case.name!r} did not finish "
+                                             f"within {timeout:g} s", at=function_location(case.fn), layer="trace",
+                                             case=case.name, evidence={"timeout_s": timeout}))
     findings.sort(key=lambda f: f.sort_key())
     return TraceResult(findings, [], [(seeds[0], first)] + runs)

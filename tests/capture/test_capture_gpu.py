@@ -79,14 +79,20 @@ BAD = [
     ("side_stream_bad", "GC202", "side_stream", "scale_shift_bad", "expect"),
     ("grid_from_host_tensor_bad", "GC401", "grid_from_host_tensor", "double_prefix_bad", "expect"),
     ("legacy_stream_bad", "GC204", "legacy_stream", "add_seven_bad", "expect"),
-    ("escaped_next_to_captured_work", "GC203", "gpu_cases", "escaped_next_to_captured_work", "def"),
+    ("escaped_next_to_captured_work", "GC203", "gpu_cases", "escaped_next_to_captured_work", "launch"),
 ]
 
 
 @pytest.mark.parametrize("case_name, code, module, function, marker", BAD, ids=[b[0] for b in BAD])
 def test_bad_case_reports_rule_and_line(results, case_name, code, module, function, marker):
     fn = getattr(_modules()[module], function)
-    line = fn.__code__.co_firstlineno if marker == "def" else _marker_line(fn, code)
+    if marker == "launch":  # the line of the launch that escaped (graphcheck.capture.escapes)
+        import inspect
+
+        lines, first = inspect.getsourcelines(fn)
+        line = first + next(i for i, text in enumerate(lines) if "stream=cupy.cuda.Stream.null" in text)
+    else:
+        line = fn.__code__.co_firstlineno if marker == "def" else _marker_line(fn, code)
     findings, skipped = results[case_name]
     hits = [f for f in findings if f.code == code]
     assert hits, f"expected {code} for {case_name}; got:\n{_describe(findings)}\nskipped: {skipped}"
