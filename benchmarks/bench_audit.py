@@ -31,7 +31,7 @@ from graphcheck.audit import audit
 result = audit(args["targets"], gpu=args["gpu"], examples=args["examples"], isolate=args["isolate"],
                workers=args["workers"])
 seconds = time.perf_counter() - started
-verdicts = sorted((c.name, sorted(c.report.layers.items())) for c in result.cases)
+verdicts = sorted((c.name, sorted((k, str(v)) for k, v in c.report.layers.items())) for c in result.cases)
 findings = sorted((f.code, f.path, f.line, f.expected) for f in result.findings)
 print(json.dumps({"seconds": seconds, "cases": len(result.cases), "verdicts": verdicts, "findings": findings,
                   "failed": result.failed("warning")}))

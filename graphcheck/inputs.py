@@ -126,3 +126,11 @@ def draw(strategy: st.SearchStrategy, seed: int) -> Any:
 
     collect()
     return seen[-1]
+
+
+# Value strategies for ``Case(strategies=...)``: what the value search draws for one input
+# (see graphcheck.trace.search and docs/guide/cases.md).
+from graphcheck.trace.search import Values, floats, indices, lengths, logits, scales  # noqa: E402
+
+__all__ = ["rand_floats", "rand_lengths", "rand_block_table", "float_tensors", "length_tensors", "block_tables",
+           "draw", "Values", "lengths", "scales", "logits", "indices", "floats"]

@@ -41,13 +41,23 @@ def quiet_depth() -> int:
 
 
 class quiet:
-    """Inside: dispatched ops are passed through without being recorded."""
+    """Inside: dispatched ops are passed through without being recorded.
+
+    Also a region the trace layer's timer never interrupts (a Triton kernel in
+    the interpreter, whose patched ``triton.language`` must be restored): a
+    timeout that expires inside is raised when the outermost region ends
+    (:mod:`graphcheck.trace.deadline`).
+    """
 
     def __enter__(self) -> None:
         _local.quiet = quiet_depth() + 1
 
     def __exit__(self, *exc: Any) -> None:
         _local.quiet = quiet_depth() - 1
+        if _local.quiet == 0:
+            from graphcheck.trace import deadline
+
+            deadline.raise_pending()
 
 
 def wrap(owner: Any, name: str, make: Callable[[Any], Callable]) -> None:

@@ -258,3 +258,31 @@ def test_an_output_that_is_not_a_tensor_is_gc005():  # L5
     (f,) = _check(copy_into, lambda seed, device: {"x": rand_floats(seed, 4, device=device), "y": [0.0] * 4},
                   outputs=["y"]).findings
     assert f.code == "GC005" and "output 'y' must be a tensor" in f.message
+
+
+def test_a_timeout_inside_an_interpreted_kernel_leaves_triton_usable():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def spin(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        acc = tl.zeros((BLOCK,), tl.float32)
+        for _ in range(0, n):
+            acc += tl.max(tl.load(x_ptr + offs), axis=0)
+        tl.store(x_ptr + offs, acc)
+
+    def slow(x):
+        spin[(1,)](x, 5000, BLOCK=16)
+        return x
+
+    def quick(x):
+        spin[(1,)](x, 2, BLOCK=16)
+        return x
+
+    mk = lambda seed, device: {"x": rand_floats(seed, 16, device=device)}  # noqa: E731
+    timed_out = graphcheck.check(graphcheck.Case("slow", slow, mk), gpu="off", examples=2, timeout=1)
+    assert [f.code for f in timed_out.findings] == ["GC007"]
+    # the kernel was let finish, so triton.language is not left patched by the interpreter
+    after = graphcheck.check(graphcheck.Case("quick", quick, mk), gpu="off", examples=2)
+    assert after.findings == [] and after.layers["trace"] == "pass"
