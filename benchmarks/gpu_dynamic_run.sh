@@ -13,7 +13,7 @@ mkdir -p "$OUT"
 } > "$OUT/env.txt" 2>&1
 
 start=$(date +%s.%N)
-timeout 150 graphcheck audit graphcheck.kernels examples --gpu required --format json --output "$OUT/main-job.json" \
+timeout 110 graphcheck audit graphcheck.kernels examples --gpu required --format json --output "$OUT/main-job.json" \
   > "$OUT/main-job.log" 2>&1
 rc=$?
 end=$(date +%s.%N)
@@ -36,7 +36,7 @@ for k, (a, b) in sorted(diff.items()):
 codes = sorted((f["code"], f.get("expected", False)) for f in nd["findings"])
 print("findings now:", len(codes), "unexpected:", [c for c, e in codes if not e and c != "GC408"])
 PY
-timeout 110 python3 -m pytest -p no:cacheprovider -q -rA -m gpu tests/dynamic/test_dynamic_gpu.py > "$OUT/gpu-tests-dynamic.log" 2>&1
+timeout 80 python3 -m pytest -p no:cacheprovider -q -rA -m gpu tests/dynamic/test_dynamic_gpu.py > "$OUT/gpu-tests-dynamic.log" 2>&1
 echo "dynamic GPU tests exit $?" | tee -a "$OUT/gpu-tests-dynamic.log"
-timeout 90 python3 -m pytest -p no:cacheprovider -q -rA -m gpu tests/capture/test_capture_gpu.py -x > "$OUT/gpu-tests-capture.log" 2>&1
+timeout 60 python3 -m pytest -p no:cacheprovider -q -rA -m gpu tests/capture/test_capture_gpu.py -k "bad_case_reports_rule_and_line or legacy_stream or escaped_kernel" > "$OUT/gpu-tests-capture.log" 2>&1
 echo "capture GPU tests exit $?" | tee -a "$OUT/gpu-tests-capture.log"
