@@ -482,7 +482,7 @@ class CaptureRun:
     def _report_mismatch(self, mismatch: Any, seed: Any, rec: Any, found: Any = None,
                          inputs: dict[str, Any] | None = None) -> None:
         case = self.case
-        loc, diff = self._baked_launch(seed, rec, inputs)
+        loc, diff = self._baked_launch(seed, rec) if inputs is None else self._baked_launch(seed, rec, inputs)
         evidence = dict(mismatch.to_evidence(), seed=seed, atol=case.atol, rtol=case.rtol,
                         detail=mismatch.detail or None, launch_diff=diff,
                         search=found.evidence() if found is not None else None)

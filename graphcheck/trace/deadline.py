@@ -58,10 +58,14 @@ def deadline(seconds: float | None) -> Iterator[bool]:
     except ValueError:  # not the main thread of the main interpreter
         yield False
         return
+    from graphcheck.trace import hooks
+
+    hooks.after_quiet = raise_pending
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield True
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        hooks.after_quiet = None
         _pending.clear()

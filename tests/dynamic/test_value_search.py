@@ -12,7 +12,19 @@ import graphcheck
 from graphcheck.trace import search
 
 sys.path.insert(0, str(Path(__file__).parent))
-import search_cases  # noqa: E402
+
+
+class _Lazy:
+    """search_cases imports triton; importing it at collection would make triton's standard library
+    compiled-mode functions before the kernel tests set TRITON_INTERPRET=1, so it is imported on first use."""
+
+    def __getattr__(self, name):
+        import search_cases as module
+
+        return getattr(module, name)
+
+
+search_cases = _Lazy()
 
 
 def _case(name):
