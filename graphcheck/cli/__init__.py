@@ -10,7 +10,7 @@ import os
 import sys
 
 # Each module defines ``add_parser(subparsers)`` and ``run(args) -> int``.
-_COMMANDS = ("lint", "rules", "audit", "ci")
+_COMMANDS = ("lint", "rules", "audit", "ci", "record", "coverage")
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 

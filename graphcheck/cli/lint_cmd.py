@@ -36,7 +36,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "lint", help="static checks on Python and CUDA C++ files", description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to lint")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="files or directories to lint (with --capture-map: limits the map's files to these)")
     p.add_argument("--statistics", action="store_true",
                    help="print how many findings each rule has (most frequent first) instead of the findings")
     p.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text",
@@ -57,6 +58,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings (same as --fail-on never)")
     p.add_argument("--all-functions", action="store_true", default=None,
                    help="lint every Python function, not only capture-reachable ones")
+    p.add_argument("--capture-map", metavar="MAP",
+                   help="lint exactly the functions a `graphcheck record` run captured (plus what they call that "
+                        "the run did not reach, marked as such); other code is out of scope")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the lint cache (in $XDG_CACHE_HOME/graphcheck or "
                         "~/.cache/graphcheck, or $GRAPHCHECK_CACHE_DIR)")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
@@ -79,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
     from graphcheck.report import Summary, render
     from graphcheck.report.summary import one_line
 
+    if not args.paths and not args.capture_map:
+        print("graphcheck lint: error: give at least one PATH (or --capture-map MAP)", file=sys.stderr)
+        return EXIT_USAGE
     try:
         problem = output_problem(args.output, args.paths)
         if problem:
@@ -88,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         if args.config:
             config = config_mod.load_file(args.config)
         else:
-            config = config_mod.discover(args.paths[0])
+            config = config_mod.discover(args.paths[0] if args.paths else ".")
         overrides = {}
         if args.select is not None:
             overrides["select"] = config_mod.parse_selectors(args.select, "--select")
@@ -101,8 +108,20 @@ def run(args: argparse.Namespace) -> int:
         config = config.with_overrides(**overrides)
         if args.jobs is not None and args.jobs < 1:
             raise config_mod.ConfigError("--jobs must be at least 1")
-        result = lint_paths(args.paths, config, jobs=args.jobs, use_cache=not args.no_cache)
+        if args.capture_map:
+            from graphcheck.record.capture_map import CaptureMap
+            from graphcheck.record.scope import lint_with_map
+
+            result, _ = lint_with_map(CaptureMap.load(args.capture_map), args.paths, config, jobs=args.jobs,
+                                      use_cache=not args.no_cache)
+        else:
+            result = lint_paths(args.paths, config, jobs=args.jobs, use_cache=not args.no_cache)
     except config_mod.ConfigError as exc:
+        print(f"graphcheck lint: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ValueError as exc:  # graphcheck.record.schema.MapError: not a readable capture map
+        if type(exc).__name__ != "MapError":
+            raise
         print(f"graphcheck lint: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -1,0 +1,213 @@
+"""Which Python functions and lines run while a capture is active.
+
+:class:`LineCollector` is switched on at capture begin and off at capture end.
+On Python 3.12+ it uses ``sys.monitoring``: a global ``PY_START`` event that
+turns itself off (``DISABLE``) for every code object after its first call, and
+``LINE`` events enabled only on user code objects, each line also disabled after
+its first hit. So a function costs one callback per capture and a line one
+callback per capture, however often they run; library code (torch, triton, the
+standard library) costs one callback per code object. Before 3.12 it falls back
+to ``sys.settrace`` with a local tracer on user frames only.
+
+"User code" is decided by :func:`graphcheck.trace.frames.is_user_file`: outside
+torch, triton, the standard library and graphcheck itself, with
+``graphcheck.kernels`` counted as user code.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Callable
+
+from graphcheck.trace.frames import is_user_file
+
+#: (filename, qualified name, first line) of one function
+FunctionKey = tuple[str, str, int]
+
+#: helper libraries torch and triton call into (symbolic math, templating, packaging): not engine code
+_HELPER_LIBRARIES = ("sympy", "mpmath", "networkx", "jinja2", "markupsafe", "filelock", "fsspec", "packaging",
+                     "typing_extensions", "setuptools", "pkg_resources", "_distutils_hack", "importlib_metadata",
+                     "zipp", "rich", "pygments", "yaml", "tqdm", "psutil", "cuda", "cupy", "nvidia")
+
+
+def is_engine_file(filename: str) -> bool:
+    """User code (:func:`is_user_file`) that is not in one of the helper libraries above."""
+    if not is_user_file(filename):
+        return False
+    parts = filename.replace("\\", "/").split("/")
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            i = parts.index(marker)
+            if i + 1 < len(parts) and parts[i + 1].split(".")[0] in _HELPER_LIBRARIES:
+                return False
+    return True
+
+
+def _qualname(code: Any) -> str:
+    return getattr(code, "co_qualname", None) or code.co_name
+
+
+def function_key(code: Any) -> FunctionKey:
+    return (code.co_filename, _qualname(code), code.co_firstlineno)
+
+
+class LineCollector:
+    """Collects ``{function key: set of lines}`` between :meth:`start` and :meth:`stop`."""
+
+    def __init__(self, is_user: Callable[[str], bool] = is_engine_file, backend: str | None = None) -> None:
+        self.is_user = is_user
+        self.hits: dict[FunctionKey, set[int]] = {}
+        self._user_codes: dict[Any, bool] = {}
+        self.backend = backend or ("monitoring" if hasattr(sys, "monitoring") else "settrace")
+        self._tool: int | None = None
+        self._local_codes: list[Any] = []
+        self._saved_trace: Any = None
+        self._active = False
+
+    # -- shared ------------------------------------------------------------
+    def _is_user_code(self, code: Any) -> bool:
+        known = self._user_codes.get(code)
+        if known is None:
+            known = self._user_codes[code] = bool(self.is_user(code.co_filename))
+        return known
+
+    def _is_call_target(self, code: Any) -> bool:
+        """User code, and not a module body (an import during capture is not capture work)."""
+        return code.co_name != "<module>" and self._is_user_code(code)
+
+    def _enter_code(self, code: Any) -> None:
+        key = function_key(code)
+        if key not in self.hits:
+            self.hits[key] = set()
+
+    def take(self) -> dict[FunctionKey, set[int]]:
+        """What was collected since the last take (the collector keeps running)."""
+        hits, self.hits = self.hits, {}
+        return hits
+
+    def start(self, frame: Any = None) -> FunctionKey | None:
+        """Begin collecting. The innermost user frame on the stack from ``frame`` outwards
+        (the function holding the ``with torch.cuda.graph(...)`` block) counts too, from its
+        current line on; its key is returned (None when there is no user frame)."""
+        if self._active:
+            return None
+        self._active = True
+        stack = []
+        f = frame if frame is not None else sys._getframe(1)
+        while f is not None:
+            if self._is_user_code(f.f_code):
+                stack.append(f)
+                break
+            f = f.f_back
+        if self.backend == "monitoring":
+            self._start_monitoring(stack)
+        else:
+            self._start_settrace(stack)
+        return function_key(stack[0].f_code) if stack else None
+
+    def stop(self) -> None:
+        if not self._active:
+            return
+        self._active = False
+        if self.backend == "monitoring":
+            self._stop_monitoring()
+        else:
+            self._stop_settrace()
+
+    # -- sys.monitoring (3.12+) ---------------------------------------------
+    def _start_monitoring(self, stack: list) -> None:
+        mon = sys.monitoring
+        for tool in (4, 3, 5, 2):  # 0 debugger, 1 coverage; take a free one
+            try:
+                mon.use_tool_id(tool, "graphcheck-record")
+            except ValueError:
+                continue
+            self._tool = tool
+            break
+        else:
+            self.backend = "settrace"
+            self._start_settrace(stack)
+            return
+        tool = self._tool
+        disable = mon.DISABLE
+
+        def on_start(code: Any, offset: int) -> Any:
+            if self._is_call_target(code):
+                self._enter_code(code)
+                self._local_codes.append(code)
+                mon.set_local_events(tool, code, mon.events.LINE)
+            return disable
+
+        def on_line(code: Any, line: int) -> Any:
+            key = function_key(code)
+            lines = self.hits.get(key)
+            if lines is None:
+                lines = self.hits[key] = set()
+            lines.add(line)
+            return disable
+
+        mon.register_callback(tool, mon.events.PY_START, on_start)
+        mon.register_callback(tool, mon.events.LINE, on_line)
+        for f in stack:
+            self._enter_code(f.f_code)
+            self.hits[function_key(f.f_code)].add(f.f_lineno)
+            self._local_codes.append(f.f_code)
+            mon.set_local_events(tool, f.f_code, mon.events.LINE)
+        mon.set_events(tool, mon.events.PY_START)
+        mon.restart_events()  # lines and starts disabled during an earlier capture fire again
+
+    def _stop_monitoring(self) -> None:
+        mon = sys.monitoring
+        tool = self._tool
+        if tool is None:
+            self._stop_settrace()
+            return
+        mon.set_events(tool, 0)
+        for code in self._local_codes:
+            try:
+                mon.set_local_events(tool, code, 0)
+            except Exception:
+                pass
+        self._local_codes = []
+        mon.register_callback(tool, mon.events.PY_START, None)
+        mon.register_callback(tool, mon.events.LINE, None)
+        mon.free_tool_id(tool)
+        self._tool = None
+
+    # -- sys.settrace (before 3.12) -----------------------------------------
+    def _local_tracer(self, frame: Any, event: str, arg: Any) -> Any:
+        if event == "line":
+            key = function_key(frame.f_code)
+            lines = self.hits.get(key)
+            if lines is None:
+                lines = self.hits[key] = set()
+            lines.add(frame.f_lineno)
+        return self._local_tracer
+
+    def _global_tracer(self, frame: Any, event: str, arg: Any) -> Any:
+        if event != "call" or not self._is_call_target(frame.f_code):
+            return None
+        self._enter_code(frame.f_code)
+        return self._local_tracer
+
+    def _start_settrace(self, stack: list) -> None:
+        self._saved_trace = sys.gettrace()
+        for f in stack:
+            self._enter_code(f.f_code)
+            self.hits[function_key(f.f_code)].add(f.f_lineno)
+            f.f_trace = self._local_tracer
+        sys.settrace(self._global_tracer)
+        threading.settrace(self._global_tracer)
+        self._traced_frames = stack
+
+    def _stop_settrace(self) -> None:
+        sys.settrace(self._saved_trace)
+        threading.settrace(self._saved_trace)  # type: ignore[arg-type]
+        for f in getattr(self, "_traced_frames", []):
+            try:
+                f.f_trace = None
+            except Exception:
+                pass
+        self._traced_frames = []
+        self._saved_trace = None
