@@ -50,7 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="how to print the findings after the run (text, or the JSON findings array)")
     p.add_argument("--fail-on", choices=("error", "warning", "info", "never"), default="warning",
                    help="lowest severity that makes the exit code 1 (default: warning)")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+    p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                    help="the program to run, after --")
     p.set_defaults(run=run)
 
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from graphcheck.record.coverage import summary_line
     from graphcheck.report import render
 
-    command = list(args.command)
+    command = list(args.program)
     if command and command[0] == "--":
         command = command[1:]
     if not command:

@@ -146,5 +146,6 @@ def baked_findings(captures: Sequence[Any]) -> list[Finding]:
                                  f"{shown}; {why}, so it comes from values read on the host, and each graph replays "
                                  "the value it saw at capture"),
                         evidence={"kernel": last.kernel, "argument": name, "values": values, "captures": ids,
-                                  "same_shapes": same_shapes, "kernel_line": f"{last.path}:{last.line}"}))
+                                  "same_shapes": same_shapes, "launch_path": last.path,
+                                  "launch_line": int(last.line)}))
     return findings

@@ -108,6 +108,8 @@ def build(session: Any) -> dict[str, Any]:
         d = f.to_dict()
         d["path"] = _rel(d["path"], root)
         d["evidence"] = _jsonable(d["evidence"])
+        if isinstance(d["evidence"].get("launch_path"), str):
+            d["evidence"]["launch_path"] = _rel(d["evidence"]["launch_path"], root)
         findings.append(d)
     return {
         "schema": SCHEMA_NAME, "version": SCHEMA_VERSION, "root": root, "command": [str(c) for c in session.command],

@@ -85,16 +85,21 @@ def _patch_graphs_module(module: Any) -> None:
     cls.capture_end = _capture_end(cls.capture_end)
 
 
-def install(session: Any) -> None:
-    """Record captures into ``session`` (imports torch)."""
+def install(session: Any, graphs_module: Any = None) -> None:
+    """Record captures into ``session``.
+
+    ``graphs_module`` is the module whose ``CUDAGraph`` class is wrapped: by
+    default ``torch.cuda.graphs`` (imported here); tests pass a stand-in.
+    """
     global _session
     with _lock:
         if _session is not None and _session is not session:
             raise RuntimeError("a graphcheck recording is already active in this process")
         _session = session
-        import torch.cuda.graphs as graphs
+        if graphs_module is None:
+            import torch.cuda.graphs as graphs_module
 
-        _patch_graphs_module(graphs)
+        _patch_graphs_module(graphs_module)
 
 
 def uninstall() -> None:

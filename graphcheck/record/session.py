@@ -165,7 +165,7 @@ class Session:
             self._blame(record, error)
         else:
             record.status = "ok"
-            if record.nodes is None and graph is not None and record.graph_error is None:
+            if record.nodes is None and graph is not None and record.graph_error is None and record.stream is not None:
                 try:
                     from graphcheck.record.graph import nodes_after_capture
 
@@ -192,8 +192,9 @@ class Session:
 
         loc = loc or record.site or Location("<unknown>", 0, None)
         finding = make_finding(code, message, loc, f"capture {record.id}", capture=record.id, **evidence)
+        key = (finding.code, finding.path, finding.line, finding.evidence.get("kernel"), finding.evidence.get("op"))
         for i, old in enumerate(self.findings):
-            if (old.code, old.path, old.line) == (finding.code, finding.path, finding.line):
+            if (old.code, old.path, old.line, old.evidence.get("kernel"), old.evidence.get("op")) == key:
                 ids = list(old.evidence.get("captures", [old.evidence.get("capture")]))
                 if record.id not in ids:
                     ids.append(record.id)
