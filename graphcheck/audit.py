@@ -189,11 +189,14 @@ def _relative(finding: Finding) -> Finding:
 
 def audit(targets: Sequence[str], *, gpu: str = "auto", examples: int = 4, config=None, timeout: float = 120.0,
           lint: bool = True, progress: ProgressFn | None = None, isolate: bool = True,
-          workers: int | None = None) -> AuditResult:
+          workers: int | None = None, capture_map=None) -> AuditResult:
     """Lint and run the cases of every target. Raises :class:`TargetError` for a bad target.
 
     With ``isolate`` (the default) the cases run in worker processes that start
     before the lint, so their start-up overlaps it.
+
+    ``capture_map`` (a :class:`graphcheck.record.capture_map.CaptureMap`) scopes the lint to the
+    functions the recorded run captured and adds the run's own findings (``graphcheck.record.scope``).
     """
     from graphcheck.lint.engine import lint_paths
 
@@ -214,7 +217,12 @@ def audit(targets: Sequence[str], *, gpu: str = "auto", examples: int = 4, confi
                 from graphcheck import config as config_mod
 
                 cfg = config if config is not None else config_mod.discover(paths[0])
-                linted = lint_paths(paths, cfg)
+                if capture_map is not None:
+                    from graphcheck.record.scope import audit_lint
+
+                    linted = audit_lint(capture_map, paths, cfg)
+                else:
+                    linted = lint_paths(paths, cfg)
                 result.lint_findings = linted.findings
                 result.files_checked, result.lines = linted.files_checked, linted.lines
         result.cases, result.discovery_findings = run_cases(sources, gpu=gpu, examples=examples, timeout=timeout,

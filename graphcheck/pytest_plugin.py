@@ -52,6 +52,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="input seeds per case whose launch plans are compared (default 4)")
     group.addoption("--graphcheck-timeout", type=float, default=None, metavar="SECONDS",
                     help="per-case, per-layer limit; a case past it is GC007 (default 120)")
+    group.addoption("--graphcheck-record", default=None, metavar="FILE",
+                    help="record every CUDA-graph capture the tests make (functions and lines run under capture, "
+                         "launches, graph nodes, failures) into the capture map FILE; see `graphcheck record`")
     parser.addini("graphcheck_paths", type="linelist", default=[],
                   help="graphcheck: module names, files or directories holding declared cases")
     parser.addini("graphcheck_gpu", default="auto", help="graphcheck: default for --graphcheck-gpu")
@@ -59,6 +62,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "graphcheck: a graphcheck case item (added by pytest --graphcheck)")
+    if config.getoption("graphcheck_record", None):
+        from graphcheck.record.pytest_recording import start
+
+        start(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.getoption("graphcheck_record", None):
+        from graphcheck.record.pytest_recording import finish
+
+        finish(config)
 
 
 def _gpu_mode(config: pytest.Config) -> str:

@@ -54,6 +54,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="per-case limit for the capture layer (default 120)")
     p.add_argument("--no-lint", action="store_true", help="run the declared cases only, without the static lint")
     p.add_argument("--config", metavar="FILE", help="read [tool.graphcheck] settings from FILE")
+    p.add_argument("--capture-map", metavar="MAP",
+                   help="lint only the functions a `graphcheck record` run captured, and add that run's findings")
     p.set_defaults(run=run)
 
 
@@ -87,6 +89,7 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     from graphcheck import config as config_mod
     from graphcheck.audit import TargetError, audit
+    from graphcheck.record.schema import MapError
     from graphcheck.report.audit_table import render_audit
     from graphcheck.report.summary import one_line
 
@@ -105,9 +108,14 @@ def run(args: argparse.Namespace) -> int:
     progress = _Progress()
     try:
         config = config_mod.load_file(args.config) if args.config else None
+        cmap = None
+        if args.capture_map:
+            from graphcheck.record.capture_map import CaptureMap
+
+            cmap = CaptureMap.load(args.capture_map)
         result = audit(args.targets, gpu=args.gpu, examples=args.examples, config=config, timeout=args.timeout,
-                       lint=not args.no_lint, progress=progress)
-    except (TargetError, config_mod.ConfigError, RuntimeError) as exc:
+                       lint=not args.no_lint, progress=progress, capture_map=cmap)
+    except (TargetError, config_mod.ConfigError, RuntimeError, MapError) as exc:
         print(f"graphcheck audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     finally:

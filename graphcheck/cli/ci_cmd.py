@@ -64,6 +64,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--fail-on", choices=("error", "warning", "info", "never"), default=None,
                    help="lowest severity that makes the exit code 1 (default: warning, or config fail-on)")
     p.add_argument("--config", metavar="FILE", help="read [tool.graphcheck] settings from FILE")
+    p.add_argument("--capture-map", metavar="MAP",
+                   help="lint only the functions a `graphcheck record` run captured (of the changed files), and "
+                        "add that run's findings on changed lines")
     p.set_defaults(run=run)
 
 
@@ -110,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from graphcheck.findings import at_or_above
     from graphcheck.lint.engine import lint_paths
     from graphcheck.lint.files import language_of
+    from graphcheck.record.schema import MapError
     from graphcheck.report import render
     from graphcheck.report.audit_table import render_audit, to_dict
 
@@ -145,9 +149,16 @@ def run(args: argparse.Namespace) -> int:
         config = config_mod.load_file(args.config) if args.config else config_mod.discover(changes.root)
         if args.fail_on:
             config = config.with_overrides(fail_on=args.fail_on)
-        linted = lint_paths(shown, config, use_cache=_trusted_cache(changes.root),
-                            trust_stat=False) if shown else None
-    except config_mod.ConfigError as exc:
+        if args.capture_map and shown:
+            from graphcheck.record.capture_map import CaptureMap
+            from graphcheck.record.scope import audit_lint
+
+            linted = audit_lint(CaptureMap.load(args.capture_map), shown, config,
+                                use_cache=_trusted_cache(changes.root), trust_stat=False)
+        else:
+            linted = lint_paths(shown, config, use_cache=_trusted_cache(changes.root),
+                                trust_stat=False) if shown else None
+    except (config_mod.ConfigError, MapError) as exc:
         return _err(str(exc))
 
     lint_findings = []

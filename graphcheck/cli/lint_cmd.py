@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from graphcheck import config as config_mod
     from graphcheck.findings import at_or_above
     from graphcheck.lint.engine import lint_paths
+    from graphcheck.record.schema import MapError
     from graphcheck.report import Summary, render
     from graphcheck.report.summary import one_line
 
@@ -119,9 +120,7 @@ def run(args: argparse.Namespace) -> int:
     except config_mod.ConfigError as exc:
         print(f"graphcheck lint: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except ValueError as exc:  # graphcheck.record.schema.MapError: not a readable capture map
-        if type(exc).__name__ != "MapError":
-            raise
+    except MapError as exc:
         print(f"graphcheck lint: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 

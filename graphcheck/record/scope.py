@@ -112,9 +112,10 @@ class MapScope:
         return kept
 
 
-def lint_with_map(cmap: CaptureMap, paths: Sequence[str], config: Any, *, jobs: int | None = None,
-                  use_cache: bool = True) -> Any:
-    """``lint_paths`` over the map's files (under ``paths`` when given), scoped by the map."""
+def lint_with_map(cmap: CaptureMap, paths: Sequence[str], config: Any, **lint_options: Any) -> Any:
+    """``lint_paths`` over the map's files (under ``paths`` when given), scoped by the map.
+
+    ``lint_options`` go to :func:`graphcheck.lint.engine.lint_paths` (jobs, use_cache, ...)."""
     from graphcheck.lint.engine import LintResult, lint_paths
 
     scope = MapScope(cmap)
@@ -122,7 +123,31 @@ def lint_with_map(cmap: CaptureMap, paths: Sequence[str], config: Any, *, jobs: 
     if not files:
         return LintResult(findings=[], files_checked=0, lines=0, from_cache=0), scope
     config = dataclasses.replace(config, all_functions=True, exclude=())
-    shown = [rel if not (rel := os.path.relpath(f)).startswith("..") else f for f in files]
-    result = lint_paths(shown, config, jobs=jobs, use_cache=use_cache)
+    result = lint_paths([_shown(f) for f in files], config, **lint_options)
     result.findings = scope.filter(result.findings)
     return result, scope
+
+
+def _shown(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def recorded_findings(cmap: CaptureMap, paths: Sequence[str] = ()) -> list[Finding]:
+    """The findings the recorded run itself produced (capture layer), under ``paths`` when given."""
+    roots = [os.path.realpath(p) for p in paths]
+    out = []
+    for f in cmap.findings():
+        real = os.path.realpath(f.path)
+        if roots and not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+            continue
+        out.append(dataclasses.replace(f, path=_shown(f.path)))
+    return out
+
+
+def audit_lint(cmap: CaptureMap, paths: Sequence[str], config: Any, **lint_options: Any) -> Any:
+    """What ``audit`` / ``ci`` lint with ``--capture-map``: the map-scoped static findings under
+    ``paths`` plus the findings the recorded run made there."""
+    result, _ = lint_with_map(cmap, paths, config, **lint_options)
+    result.findings = sorted(result.findings + recorded_findings(cmap, paths), key=Finding.sort_key)
+    return result

@@ -260,7 +260,7 @@ class Session:
                 loc = caller_location(getattr(launch, "stack", []), Location(launch.path, launch.line, launch.function))
                 self.add("GC203", f"kernel {kernel!r} was launched during capture {record.id} but is not in its "
                          "graph: it escaped to another stream", loc, record, kernel=kernel, graph=graph)
-        for op in record.foreign_ops:
+        for op in [] if named else record.foreign_ops:  # ops around an escaped launch add nothing to it
             if not op.capturing:
                 self.add("GC203", f"{op.op} ran on stream {op.stream:#x}, which was not capturing, during capture "
                          f"{record.id}: it ran once, eagerly, and is not in the graph", op.location, record,

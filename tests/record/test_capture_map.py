@@ -206,3 +206,47 @@ def test_lint_with_a_bad_map_is_a_usage_error(tmp_path):
     bad.write_text("[]", encoding="utf-8")
     result = _graphcheck("lint", "--capture-map", str(bad))
     assert result.returncode == 2 and "capture map" in result.stderr
+
+
+# ---------------------------------------------------------------- audit and ci --capture-map
+
+def test_audit_capture_map_scopes_the_lint_and_adds_the_recorded_findings():
+    result = _graphcheck("audit", FIXTURE, "--capture-map", MAP, "--gpu", "off", "--format", "json")
+    assert result.returncode == 1, result.stderr
+    findings = json.loads(result.stdout)["findings"]
+    got = sorted((f["code"], f["function"], f["layer"]) for f in findings)
+    assert got == [("GC105", "rarely", "static"), ("GC402", "scale_kernel_launch", "capture"),
+                   ("GC503", "prepare", "static")]
+
+
+def test_audit_with_a_bad_map_is_a_usage_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}", encoding="utf-8")
+    result = _graphcheck("audit", FIXTURE, "--capture-map", str(bad), "--gpu", "off")
+    assert result.returncode == 2 and "not a capture map" in result.stderr
+
+
+def test_ci_capture_map_lints_changed_files_in_the_recorded_scope(tmp_path):
+    import shutil
+
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo / "fixture")
+    data = _data()
+    data["root"] = "fixture"
+    (repo / "capture-map.json").write_text(json.dumps(data), encoding="utf-8")
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                       env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "base")
+    step = repo / "fixture" / "step.py"
+    step.write_text(step.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    result = _graphcheck("ci", "--base", "HEAD", "--all-lines", "--no-audit", "--capture-map", "capture-map.json",
+                         "--format", "json", cwd=repo)
+    assert result.returncode == 1, result.stderr
+    codes = sorted((f["code"], f["function"]) for f in json.loads(result.stdout)["findings"])
+    assert codes == [("GC105", "rarely"), ("GC503", "prepare")]

@@ -278,3 +278,26 @@ def test_record_cli_runs_the_program_and_merges_its_map(tmp_path):
 def test_record_cli_needs_a_command():
     result = subprocess.run([sys.executable, "-m", "graphcheck", "record"], capture_output=True, text=True)
     assert result.returncode == 2 and "after --" in result.stderr
+
+
+def test_pytest_option_records_the_captures_of_a_test_run(tmp_path):
+    (tmp_path / "test_prog.py").write_text(textwrap.dedent("""
+        import torch
+        from graphcheck.record import hooks
+
+        def triple(x):
+            return x * 3
+
+        def test_capture():
+            session = hooks.active_session()  # started by --graphcheck-record; captures simulated on the CPU
+            session.begin(None, "global")
+            triple(torch.ones(2))
+            session.end(None, None)
+    """), encoding="utf-8")
+    out = tmp_path / "map.json"
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                             f"--graphcheck-record={out}", "test_prog.py"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert [c["status"] for c in data["captures"]] == ["ok"]
+    assert any(f["qualname"] == "triple" for f in data["functions"])

@@ -1,0 +1,70 @@
+"""How much `graphcheck record` slows an engine's warm-up and capture.
+
+Builds the example engine (examples/engine) several times in one process and
+times ``Engine.capture()`` (an eager warm-up of every batch size, then its
+capture) plain and inside ``graphcheck.recording()``, alternating, after one
+untimed capture that compiles the kernels. Prints the medians and the ratio.
+
+    python benchmarks/bench_record_overhead.py [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "engine"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 2, 4, 8])
+    args = parser.parse_args()
+    import torch
+
+    import graphcheck
+    from engine import Engine
+    from kv_cache import PagedKVCache
+    from model import ToyDecoder
+
+    if not torch.cuda.is_available():
+        print("needs a CUDA GPU", file=sys.stderr)
+        return 2
+
+    def capture_once(record: bool) -> tuple[float, int]:
+        cache = PagedKVCache(max(args.batch_sizes), 1024, 64, 16, torch.device("cuda"))
+        engine = Engine(ToyDecoder(cache), cache, args.batch_sizes)
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        if record:
+            with graphcheck.recording(None) as session:
+                engine.capture()
+            functions = len(session.functions)
+        else:
+            engine.capture()
+            functions = 0
+        return time.perf_counter() - started, functions
+
+    capture_once(False)  # compiles every kernel
+    plain, recorded = [], []
+    functions = 0
+    for _ in range(args.rounds):
+        plain.append(capture_once(False)[0])
+        seconds, functions = capture_once(True)
+        recorded.append(seconds)
+    p, r = statistics.median(plain), statistics.median(recorded)
+    print(f"device: {torch.cuda.get_device_name()}  python {sys.version.split()[0]}  torch {torch.__version__}")
+    print(f"warm-up + capture of batch sizes {args.batch_sizes}, {args.rounds} rounds each")
+    print(f"plain:     median {p * 1e3:.1f} ms  (all: {', '.join(f'{x * 1e3:.1f}' for x in plain)})")
+    print(f"recorded:  median {r * 1e3:.1f} ms  (all: {', '.join(f'{x * 1e3:.1f}' for x in recorded)}), "
+          f"{functions} functions recorded")
+    print(f"overhead:  {r / p:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
