@@ -44,6 +44,7 @@ class Engine:
                     self.outputs[bs] = self.model.decode(hidden, bs)
             except Exception as exc:  # keep serving: this batch size runs eagerly
                 torch.cuda.set_stream(stream)  # a failed capture_end leaves the capture stream current
+                pool = torch.cuda.graph_pool_handle()  # and the shared pool marked as being captured into
                 self.failed[bs] = str(exc).strip().splitlines()[0][:120]
                 continue
             self.graphs[bs] = graph

@@ -21,6 +21,18 @@ _GRAPHCHECK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + 
 STACK_DEPTH = 8
 
 
+def _own_dirs() -> tuple[str, ...]:
+    """graphcheck's package folder and its bundled kernels' folder (mapped from elsewhere in a checkout)."""
+    dirs = [_GRAPHCHECK_DIR]
+    try:
+        import graphcheck.kernels as bundled
+
+        dirs.append(os.path.dirname(os.path.abspath(bundled.__file__)) + os.sep)
+    except Exception:
+        pass
+    return tuple(dirs)
+
+
 def user_stack(frame: Any, depth: int = STACK_DEPTH) -> list[Location]:
     """User frames from ``frame`` outwards (innermost first), at most ``depth``."""
     out: list[Location] = []
@@ -35,8 +47,9 @@ def user_stack(frame: Any, depth: int = STACK_DEPTH) -> list[Location]:
 
 def caller_location(stack: list[Location], fallback: Location) -> Location:
     """The innermost frame outside graphcheck's own package (its bundled kernels included)."""
+    own = _own_dirs()
     for loc in stack:
-        if not os.path.abspath(loc.path).startswith(_GRAPHCHECK_DIR):
+        if not os.path.abspath(loc.path).startswith(own):
             return loc
     return fallback
 

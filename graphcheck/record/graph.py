@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphcheck.capture.nodes import GraphInspectionError, GraphNode, _bindings, _unwrap, graph_nodes
+from graphcheck.capture.nodes import GraphInspectionError, GraphNode, _as_int, _bindings, _unwrap, graph_nodes
 
 
 class _RawGraph:
@@ -24,16 +24,35 @@ class _RawGraph:
         return self.handle
 
 
-def capturing_graph(stream_handle: int) -> Any:
-    """The ``cudaGraph_t`` the stream is capturing into (raises GraphInspectionError)."""
-    runtime, _ = _bindings()
-    stream = runtime.cudaStream_t(stream_handle) if hasattr(runtime, "cudaStream_t") else stream_handle
-    values = _unwrap("cudaStreamGetCaptureInfo", runtime.cudaStreamGetCaptureInfo(stream))
+def _graph_in(values: Any, call: str) -> Any:
     values = values if isinstance(values, tuple) else (values,)
     for value in values:  # the tuple's layout differs between cuda-python 12 and 13; find the graph by type
         if type(value).__name__ in ("cudaGraph_t", "CUgraph"):
             return value
-    raise GraphInspectionError(f"cudaStreamGetCaptureInfo returned no graph ({[type(v).__name__ for v in values]})")
+    raise GraphInspectionError(f"{call} returned no graph ({[type(v).__name__ for v in values]})")
+
+
+def capturing_graph(stream_handle: int) -> Any:
+    """The ``cudaGraph_t`` the stream is capturing into (raises GraphInspectionError).
+
+    The runtime call first, then the driver's ``cuStreamGetCaptureInfo``.
+    """
+    runtime, driver = _bindings()
+    errors = []
+    try:
+        stream = runtime.cudaStream_t(stream_handle) if hasattr(runtime, "cudaStream_t") else stream_handle
+        return _graph_in(_unwrap("cudaStreamGetCaptureInfo", runtime.cudaStreamGetCaptureInfo(stream)),
+                         "cudaStreamGetCaptureInfo")
+    except Exception as exc:
+        errors.append(f"{type(exc).__name__}: {exc}")
+    try:
+        stream = driver.CUstream(stream_handle) if hasattr(driver, "CUstream") else stream_handle
+        graph = _graph_in(_unwrap("cuStreamGetCaptureInfo", driver.cuStreamGetCaptureInfo(stream)),
+                          "cuStreamGetCaptureInfo")
+        return runtime.cudaGraph_t(_as_int(graph)) if hasattr(runtime, "cudaGraph_t") else graph
+    except Exception as exc:
+        errors.append(f"{type(exc).__name__}: {exc}")
+    raise GraphInspectionError("; ".join(errors))
 
 
 def nodes_while_capturing(stream_handle: int) -> list[GraphNode]:

@@ -25,23 +25,48 @@ from graphcheck.trace.frames import is_user_file
 #: (filename, qualified name, first line) of one function
 FunctionKey = tuple[str, str, int]
 
-#: helper libraries torch and triton call into (symbolic math, templating, packaging): not engine code
-_HELPER_LIBRARIES = ("sympy", "mpmath", "networkx", "jinja2", "markupsafe", "filelock", "fsspec", "packaging",
-                     "typing_extensions", "setuptools", "pkg_resources", "_distutils_hack", "importlib_metadata",
-                     "zipp", "rich", "pygments", "yaml", "tqdm", "psutil", "cuda", "cupy", "nvidia")
+#: libraries whose code is not the engine's: the ones graphcheck itself skips, and helpers torch and
+#: triton call into (symbolic math, templating, packaging)
+_NOT_ENGINE = frozenset({
+    "torch", "triton", "numpy", "hypothesis", "_pytest", "pytest", "pluggy", "graphcheck",
+    "sympy", "mpmath", "networkx", "jinja2", "markupsafe", "filelock", "fsspec", "packaging",
+    "typing_extensions", "setuptools", "pkg_resources", "_distutils_hack", "importlib_metadata",
+    "zipp", "rich", "pygments", "yaml", "tqdm", "psutil", "cuda", "cupy", "nvidia"})
 
 
 def is_engine_file(filename: str) -> bool:
-    """User code (:func:`is_user_file`) that is not in one of the helper libraries above."""
-    if not is_user_file(filename):
+    """Whether a file is the program's own code (an engine, its kernels), not a library's.
+
+    In ``site-packages`` a package is engine code unless it is one of the libraries above
+    (``graphcheck.kernels`` counts as engine code); elsewhere :func:`is_user_file` decides.
+    """
+    if not filename or filename.startswith("<"):
         return False
     parts = filename.replace("\\", "/").split("/")
     for marker in ("site-packages", "dist-packages"):
         if marker in parts:
-            i = parts.index(marker)
-            if i + 1 < len(parts) and parts[i + 1].split(".")[0] in _HELPER_LIBRARIES:
-                return False
-    return True
+            i = len(parts) - 1 - parts[::-1].index(marker)
+            top = parts[i + 1].split(".")[0] if i + 1 < len(parts) else ""
+            if top == "graphcheck":
+                return i + 2 < len(parts) and parts[i + 2] == "kernels"
+            return bool(top) and top not in _NOT_ENGINE and not top.startswith("_")  # _virtualenv & co
+    return is_user_file(filename)
+
+
+_CO_NEWLOCALS = 0x02  # set on function code objects; module and class bodies lack it
+_IMPORT_DEPTH = 64
+
+
+def _importing(frame: Any) -> bool:
+    """Whether ``frame`` runs inside an import (importlib's frames are on the stack)."""
+    f = frame
+    for _ in range(_IMPORT_DEPTH):
+        if f is None:
+            return False
+        if f.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        f = f.f_back
+    return False
 
 
 def _qualname(code: Any) -> str:
@@ -73,8 +98,8 @@ class LineCollector:
         return known
 
     def _is_call_target(self, code: Any) -> bool:
-        """User code, and not a module body (an import during capture is not capture work)."""
-        return code.co_name != "<module>" and self._is_user_code(code)
+        """User code in a function (not a module or class body: those run at import)."""
+        return bool(code.co_flags & _CO_NEWLOCALS) and self._is_user_code(code)
 
     def _enter_code(self, code: Any) -> None:
         key = function_key(code)
@@ -134,6 +159,8 @@ class LineCollector:
 
         def on_start(code: Any, offset: int) -> Any:
             if self._is_call_target(code):
+                if _importing(sys._getframe(1)):
+                    return None  # called by an import during capture: not capture work; look again next call
                 self._enter_code(code)
                 self._local_codes.append(code)
                 mon.set_local_events(tool, code, mon.events.LINE)
@@ -186,7 +213,7 @@ class LineCollector:
         return self._local_tracer
 
     def _global_tracer(self, frame: Any, event: str, arg: Any) -> Any:
-        if event != "call" or not self._is_call_target(frame.f_code):
+        if event != "call" or not self._is_call_target(frame.f_code) or _importing(frame):
             return None
         self._enter_code(frame.f_code)
         return self._local_tracer

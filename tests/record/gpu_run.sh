@@ -20,9 +20,11 @@ run() {  # run NAME CMD...: log the command, its output and exit code
 }
 
 # most valuable first: the GPU tests write both maps and logs; then what reads the maps; then timing
-GRAPHCHECK_GPU_ARTIFACTS="$out" run pytest-record python3 -m pytest -q -p no:cacheprovider -rs \
+export GRAPHCHECK_GPU_ARTIFACTS="$out"
+run pytest-record python3 -m pytest -q -p no:cacheprovider -rs \
   tests/record/test_record_gpu.py tests/record/test_recorder_cpu.py -k "gpu or engine or collector or hooks or failed"
 run engine-coverage python3 -m graphcheck coverage "$out/engine-map.json"
 run broken-coverage python3 -m graphcheck coverage "$out/broken-map.json"
 run broken-lint python3 -m graphcheck lint --no-cache --capture-map "$out/broken-map.json"
-run overhead python3 benchmarks/bench_record_overhead.py --rounds 3
+run overhead python3 benchmarks/bench_record_overhead.py --rounds 5
+tar -czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"

@@ -100,10 +100,31 @@ def test_collector_is_off_outside_start_stop(backend):
     assert sys.gettrace() is None or backend == "monitoring"
 
 
+@pytest.mark.parametrize("backend", ["settrace", "monitoring"])
+def test_code_run_by_an_import_during_capture_is_not_recorded(backend, tmp_path, monkeypatch):
+    if backend == "monitoring" and not hasattr(sys, "monitoring"):
+        pytest.skip("sys.monitoring needs Python 3.12+")
+    (tmp_path / "imported_late.py").write_text(
+        "def at_import():\n    return 1\n\nVALUE = at_import()\n\nclass Table:\n    X = 1\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    collector = LineCollector(backend=backend)
+    collector.start()
+    import imported_late  # noqa: F401
+    double(2)
+    collector.stop()
+    names = {key[1] for key in collector.take()}
+    assert "double" in names
+    assert not names & {"at_import", "Table", "<module>"}
+
+
 def test_helper_libraries_and_the_standard_library_are_not_engine_code():
     assert not is_engine_file(json.__file__)
     assert not is_engine_file("/x/lib/python3.12/site-packages/sympy/core/add.py")
     assert is_engine_file("/x/lib/python3.12/site-packages/vllm/attention/ops.py")
+    assert not is_engine_file("/x/lib/python3.12/site-packages/torch/cuda/graphs.py")
+    assert is_engine_file("/x/lib/python3.12/site-packages/graphcheck/kernels/merge_attn.py")
+    assert not is_engine_file("/x/lib/python3.12/site-packages/graphcheck/record/session.py")
+    assert not is_engine_file("/x/lib/python3.12/site-packages/_virtualenv.py")
     assert is_engine_file(__file__)
 
 
