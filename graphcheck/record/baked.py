@@ -4,10 +4,12 @@ An engine captures one graph per batch size. Captures that launch the same
 kernels in the same order are the same graph at different sizes, so every
 launch argument that changes between them should change *because the shapes
 changed*. An argument that changes when the shapes do not, or that follows no
-shape of its launch (``v = f·m``, ``v = f + c``, ``v = ceil(f / k)``,
-``v = ceil(K / f)`` for one constant over all the captures, ``f`` a dimension,
-stride or element count of a tensor argument), was computed on the host from
-tensor values: each graph replays the value it saw at capture.
+shape of its launch (``v = f·m``, ``v = f + c``, ``v = ceil(f / k)`` with ``k`` a
+power of two, ``v = ceil(K / f)``, for one constant over all the captures, ``f`` a
+dimension, stride or element count of a tensor argument), was computed on the
+host from tensor values: each graph replays the value it saw at capture. With
+only two captures a value can follow a shape by coincidence (and is then not
+reported); three or more captures make that unlikely.
 
 A value that is the same in every capture cannot be told apart this way; the
 trace layer's launch-plan invariance (different values, same shapes) covers it
@@ -55,12 +57,20 @@ def _cdiv_interval(f: int, v: int) -> tuple[float, float] | None:
     return (low, high) if low <= high else None
 
 
-def _intersect(intervals: list[tuple[float, float] | None]) -> bool:
+def _intersect(intervals: list[tuple[float, float] | None], pow2: bool = False) -> bool:
+    """Whether the intervals share a value (a power of two, with ``pow2``)."""
     if any(i is None for i in intervals):
         return False
     low = max(i[0] for i in intervals)  # type: ignore[index]
     high = min(i[1] for i in intervals)  # type: ignore[index]
-    return low <= high
+    if low > high:
+        return False
+    if not pow2:
+        return True
+    k = 1
+    while k < low:
+        k *= 2
+    return k <= high
 
 
 def follows(values: Sequence[float], feature: Sequence[int]) -> str | None:
@@ -73,7 +83,7 @@ def follows(values: Sequence[float], feature: Sequence[int]) -> str | None:
         return "offset"
     if all(float(v).is_integer() for v in values):
         ints = [(int(v), int(f)) for v, f in pairs]
-        if _intersect([_cdiv_interval(f, v) for v, f in ints]):
+        if _intersect([_cdiv_interval(f, v) for v, f in ints], pow2=True):  # a block size: a power of two
             return "ceil(f/k)"
         # ceil(K / f) == v  <=>  (v-1)·f < K <= v·f
         if all(f > 0 for _, f in ints) and _intersect([((v - 1) * f + 1, v * f) for v, f in ints]):

@@ -38,9 +38,11 @@ def _record(decoder_cls, kv_cache, engine):
     cache = kv_cache.PagedKVCache(4, 128, 64, 16, torch.device("cpu"))
     decoder = decoder_cls(cache)
     session = Session(root=os.path.dirname(ENGINE))
+    # requests with a prefix (>= 256 cached tokens): 3 of 4, then 2 of 2; no shape goes 4 -> 3, 2 -> 2
+    lens = {4: [300, 500, 700, 20], 2: [300, 500]}
     with interpreter_route():
-        for bs in (4, 1):
-            cache.set_lengths(engine.WARMUP_LENS[:bs])
+        for bs in (4, 2):
+            cache.set_lengths(lens[bs])
             session.begin(None, "global")
             decoder.decode(torch.ones(bs, 256), bs)
             session.end(None, None)
@@ -69,4 +71,4 @@ def test_the_frozen_host_scalar_is_reported_at_its_line(engine_modules):
     source = open(os.path.join(ENGINE, "broken_model.py"), encoding="utf-8").read().splitlines()
     assert finding.code == "GC402" and finding.path == os.path.join(ENGINE, "broken_model.py")
     assert source[finding.line - 1].strip().startswith("merge_attn_states(out")
-    assert finding.evidence["argument"] == "limit_value" and finding.evidence["values"] == [3, 1]
+    assert finding.evidence["argument"] == "limit_value" and finding.evidence["values"] == [3, 2]
