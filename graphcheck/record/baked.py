@@ -149,12 +149,11 @@ def baked_findings(captures: Sequence[Any]) -> list[Finding]:
                     shown = ", ".join(f"{v!r} (capture {i})" for v, i in zip(values, ids))
                     why = ("the tensor shapes of the launch are the same in these captures" if same_shapes
                            else "no dimension, stride or size of its tensor arguments explains the change")
-                    findings.append(Finding(
-                        code=code, severity=rule.severity, layer="capture", path=loc.path, line=int(loc.line),
-                        function=loc.function, hint=rule.hint, case=f"captures {', '.join(map(str, ids))}",
-                        message=(f"{what} {name!r} of kernel {last.kernel} differs between captures of the same graph: "
-                                 f"{shown}; {why}, so it comes from values read on the host, and each graph replays "
-                                 "the value it saw at capture"),
+                    findings.append(rule.finding(
+                        f"{what} {name!r} of kernel {last.kernel} differs between captures of the same graph: "
+                        f"{shown}; {why}, so it comes from values read on the host, and each graph replays "
+                        "the value it saw at capture",
+                        at=loc, layer="capture", case=f"captures {', '.join(map(str, ids))}",
                         evidence={"kernel": last.kernel, "argument": name, "values": values, "captures": ids,
                                   "same_shapes": same_shapes, "launch_path": last.path,
                                   "launch_line": int(last.line)}))
