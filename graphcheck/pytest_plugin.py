@@ -68,13 +68,6 @@ def pytest_configure(config: pytest.Config) -> None:
         start(config)
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if config.getoption("graphcheck_record", None):
-        from graphcheck.record.pytest_recording import finish
-
-        finish(config)
-
-
 def _gpu_mode(config: pytest.Config) -> str:
     mode = config.getoption("graphcheck_gpu") or config.getini("graphcheck_gpu") or "auto"
     if mode not in _GPU_CHOICES:
@@ -112,6 +105,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if pool is not None:
         pool.close(graceful=False)
         setattr(config, _POOL_KEY, None)
+    if config.getoption("graphcheck_record", None):
+        from graphcheck.record.pytest_recording import finish
+
+        finish(config)
 
 
 _cuda: bool | None = None
