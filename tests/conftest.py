@@ -22,6 +22,13 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+# Without CUDA the kernels run under Triton's interpreter. The variable must be set before any test
+# module imports triton: a @triton.jit (Triton's own standard library included) decorated without
+# it stays a compiled-mode kernel, and which module is imported first depends on xdist's split.
+if not _cuda_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--require-gpu", action="store_true", default=False,
