@@ -12,9 +12,9 @@ A capture map is one JSON object::
      "kernels": [{"name", "launches", "captures", "call_sites"}],
      "findings": [<graphcheck finding objects>]}
 
-``docs/guide/record.md`` documents every field. :func:`validate` uses
-``jsonschema`` when it is installed and a few structural checks otherwise, so
-reading a map needs no extra package.
+``docs/guide/record.md`` documents every field. :func:`validate` checks a map
+against :data:`SCHEMA` with a small checker of its own, so reading a map needs
+no extra package (the tests also check the schema with ``jsonschema``).
 """
 
 from __future__ import annotations
@@ -92,18 +92,49 @@ def validate(data: Any) -> None:
     if data.get("version") != SCHEMA_VERSION:
         raise MapError(f"capture map version {data.get('version')!r} is not supported (this graphcheck reads "
                        f"version {SCHEMA_VERSION})")
-    try:
-        import jsonschema
-    except ImportError:
-        for key in SCHEMA["required"]:
-            if key not in data:
-                raise MapError(f"capture map has no {key!r}") from None
-        for key in ("captures", "functions", "kernels", "findings"):
-            if not isinstance(data[key], list):
-                raise MapError(f"capture map {key!r} must be a list") from None
-        return
-    try:
-        jsonschema.validate(data, SCHEMA)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
-        raise MapError(f"invalid capture map at {where}: {exc.message}") from None
+    problem = _check(data, SCHEMA, ())
+    if problem is not None:
+        where, message = problem
+        raise MapError(f"invalid capture map at {'/'.join(map(str, where)) or '(top)'}: {message}")
+
+
+_TYPES: dict[str, Any] = {
+    "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+    "integer": int, "number": (int, float),
+}
+
+
+def _has_type(value: Any, name: str) -> bool:
+    if name in ("integer", "number") and isinstance(value, bool):
+        return False
+    return isinstance(value, _TYPES[name])
+
+
+def _check(value: Any, schema: dict[str, Any], where: tuple) -> tuple[tuple, str] | None:
+    """The first place where ``value`` breaks ``schema`` (the JSON Schema keywords SCHEMA uses:
+    type, const, enum, required, properties, additionalProperties, items), or None. Written here so
+    that reading a map needs no extra package and validates the same with or without jsonschema."""
+    types = schema.get("type")
+    if types is not None:
+        names = [types] if isinstance(types, str) else types
+        if not any(_has_type(value, n) for n in names):
+            return where, f"{value!r} is not of type {' or '.join(names)}"
+    if "const" in schema and value != schema["const"]:
+        return where, f"{schema['const']!r} was expected"
+    if "enum" in schema and value not in schema["enum"]:
+        return where, f"{value!r} is not one of {schema['enum']!r}"
+    if isinstance(value, dict):
+        for key in schema.get("required", ()):
+            if key not in value:
+                return where, f"{key!r} is a required property"
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = props.get(key, extra if isinstance(extra, dict) else None)
+            if sub is not None and (found := _check(item, sub, (*where, key))) is not None:
+                return found
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            if (found := _check(item, schema["items"], (*where, i))) is not None:
+                return found
+    return None
