@@ -8,7 +8,6 @@ files are still linted; an exception inside a rule becomes GC003 for that file.
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import os
 import time
@@ -20,6 +19,7 @@ from graphcheck.config import Config
 from graphcheck.findings import Finding
 from graphcheck.lint import cache as cache_mod
 from graphcheck.lint import files as files_mod
+from graphcheck.lint import pool as lint_pool
 from graphcheck.lint.files import decode
 from graphcheck.lint.suppress import expect_markers
 
@@ -27,7 +27,7 @@ if False:  # typing only
     from graphcheck.lint.project import ExtraRoot
 
 _UNLINTED = frozenset({"GC002", "GC003"})
-SERIAL_BELOW = 50  # fewer files than this run in-process: a pool costs more than it saves
+SERIAL_BELOW = lint_pool.SERIAL_BELOW
 _BINARY_PROBE = 8192
 
 
@@ -226,34 +226,8 @@ def _matches_glob(display: str, abs_path: str, root: str, pattern: str) -> bool:
             or fnmatch.fnmatchcase(os.path.basename(abs_path), pattern))
 
 
-def _chunks(tasks: list, jobs: int) -> list[list]:
-    size = max(1, min(64, -(-len(tasks) // (jobs * 8))))
-    return [tasks[i : i + size] for i in range(0, len(tasks), size)]
-
-
 def _run_tasks(tasks: list, options: _Options, jobs: int) -> list[dict[str, Any]]:
-    if jobs <= 1 or len(tasks) < SERIAL_BELOW:
-        return _lint_chunk(tasks, options)
-    results: list[dict[str, Any]] = []
-    chunks = _chunks(tasks, jobs)
-    pending: dict[concurrent.futures.Future, list] = {}
-    try:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
-            for chunk in chunks:
-                pending[pool.submit(_lint_chunk, chunk, options)] = chunk
-            for future in concurrent.futures.as_completed(list(pending)):
-                try:
-                    results.extend(future.result())
-                    del pending[future]
-                except concurrent.futures.process.BrokenProcessPool:
-                    break
-    except (OSError, concurrent.futures.process.BrokenProcessPool):
-        pass
-    # a worker died (say, the interpreter overflowed its C stack): redo what is left here, one file at a time
-    for chunk in pending.values():
-        for task in chunk:
-            results.extend(_lint_chunk([task], options))
-    return results
+    return lint_pool.map_chunks(_lint_chunk, tasks, jobs, options)
 
 
 def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None = None, *,

@@ -26,7 +26,6 @@ call graph from the roots; each reachable function keeps the chain that reaches 
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import hashlib
 import json
@@ -38,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from graphcheck.lint import pool as lint_pool
 from graphcheck.lint import summary as summary_mod
 from graphcheck.lint.scope import (
     _CUSTOM_OP,
@@ -59,7 +59,6 @@ _AUTOGRAD_FUNCTION = {"torch.autograd.Function", "torch.autograd.function.Functi
 # imported names worth following through re-exports when they are not called (kernel DSL modules)
 _DSL_NAMES = {"triton", "tl", "language", "libdevice", "tldevice", "cute", "cutlass", "ct", "tile", "torch"}
 _MAX_DEPTH = 24
-SERIAL_BELOW = 50
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,28 +179,7 @@ def _summarize_one(path: str, module: str, is_package: bool, force: bool, regist
 
 
 def _run(tasks: list, jobs: int) -> list[dict]:
-    if jobs <= 1 or len(tasks) < SERIAL_BELOW:
-        return _summarize_chunk(tasks)
-    size = max(1, min(64, -(-len(tasks) // (jobs * 8))))
-    chunks = [tasks[i : i + size] for i in range(0, len(tasks), size)]
-    results: list[dict] = []
-    pending = {}
-    try:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
-            for chunk in chunks:
-                pending[pool.submit(_summarize_chunk, chunk)] = chunk
-            for future in concurrent.futures.as_completed(list(pending)):
-                try:
-                    results.extend(future.result())
-                    del pending[future]
-                except concurrent.futures.process.BrokenProcessPool:
-                    break
-    except (OSError, concurrent.futures.process.BrokenProcessPool):
-        pass
-    for chunk in pending.values():
-        for task in chunk:
-            results.extend(_summarize_chunk([task]))
-    return results
+    return lint_pool.map_chunks(_summarize_chunk, tasks, jobs)
 
 
 # --- the cache ----------------------------------------------------------------------------

@@ -1,0 +1,44 @@
+"""Run per-file lint work in a process pool, in chunks, surviving a dead worker.
+
+Both the per-file rules (engine) and the project index (project) map a function
+over a list of file tasks. A worker that dies (say, the interpreter overflowing
+its C stack on a pathological file) breaks the pool: the chunks it left are then
+redone in this process, one task at a time, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Any, Callable
+
+SERIAL_BELOW = 50  # fewer tasks than this run in-process: a pool costs more than it saves
+
+
+def chunks(tasks: list, jobs: int) -> list[list]:
+    size = max(1, min(64, -(-len(tasks) // (jobs * 8))))
+    return [tasks[i : i + size] for i in range(0, len(tasks), size)]
+
+
+def map_chunks(work: Callable[..., list], tasks: list, jobs: int, *args: Any) -> list:
+    """``work(chunk, *args)`` over chunks of ``tasks`` on ``jobs`` processes; results concatenated
+    (in completion order)."""
+    if jobs <= 1 or len(tasks) < SERIAL_BELOW:
+        return work(tasks, *args)
+    results: list = []
+    pending: dict[concurrent.futures.Future, list] = {}
+    try:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as executor:
+            for chunk in chunks(tasks, jobs):
+                pending[executor.submit(work, chunk, *args)] = chunk
+            for future in concurrent.futures.as_completed(list(pending)):
+                try:
+                    results.extend(future.result())
+                    del pending[future]
+                except concurrent.futures.process.BrokenProcessPool:
+                    break
+    except (OSError, concurrent.futures.process.BrokenProcessPool):
+        pass
+    for chunk in pending.values():
+        for task in chunk:
+            results.extend(work([task], *args))
+    return results
