@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,19 +20,9 @@ from graphcheck import rules
 from graphcheck.capture.locate import CaseRef
 from graphcheck.findings import Finding
 from graphcheck.layers import LayerSkipped
+from graphcheck.workers.pool import child_env, describe_exit, kill_group
 
 STDERR_TAIL = 3000
-
-
-def describe_exit(returncode: int) -> str:
-    """``killed by signal 11 (SIGSEGV)`` or ``exited with status 3``."""
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = "unknown signal"
-        return f"killed by signal {-returncode} ({name})"
-    return f"exited with status {returncode}"
 
 
 def _tail(path: str, limit: int = STDERR_TAIL) -> str:
@@ -47,29 +36,8 @@ def _tail(path: str, limit: int = STDERR_TAIL) -> str:
         return ""
 
 
-def _child_env(extra_env: dict[str, str] | None) -> dict[str, str]:
-    env = dict(os.environ)
-    # the child must import what this process can: cases in test folders, examples, ...
-    paths = [p for p in sys.path if p and os.path.isdir(p)]
-    cwd = os.getcwd()
-    if cwd not in paths:
-        paths.insert(0, cwd)
-    old = env.get("PYTHONPATH", "")
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths + ([old] if old else [])))
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    if extra_env:
-        env.update(extra_env)
-    return env
-
-
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
-        try:
-            proc.kill()
-        except OSError:
-            pass
+    kill_group(proc)
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
@@ -96,7 +64,7 @@ def run_in_subprocess(
         cmd = [sys.executable, "-m", module, *ref.to_args(), *worker_args, "--result", result_path]
         with open(stderr_path, "wb") as err:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                    env=_child_env(extra_env), start_new_session=True)
+                                    env=child_env(extra_env), start_new_session=True)
             try:
                 returncode = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:

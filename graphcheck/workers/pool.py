@@ -86,7 +86,21 @@ class Fault:
     error: str | None = None  # set when the worker reported an exception it could not handle
 
 
-def _child_env(slot: Slot) -> dict[str, str]:
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a child started with ``start_new_session=True`` and everything it spawned (the child
+    alone where the group is gone or not ours); the caller reaps it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        try:
+            proc.kill()
+        except OSError:
+            pass
+
+
+def child_env(extra: Any = None) -> dict[str, str]:
+    """This process's environment for a child Python: it must import what this process can (cases
+    in test folders, examples, the working directory), plus ``extra`` (a mapping or pairs)."""
     env = dict(os.environ)
     paths = [p for p in sys.path if p and os.path.isdir(p)]
     cwd = os.getcwd()
@@ -95,7 +109,8 @@ def _child_env(slot: Slot) -> dict[str, str]:
     old = env.get("PYTHONPATH", "")
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths + ([old] if old else [])))
     env.setdefault("PYTHONUNBUFFERED", "1")
-    env.update(dict(slot.env))
+    if extra:
+        env.update(dict(extra))
     return env
 
 
@@ -109,7 +124,7 @@ class _Worker:
                "--preload", preload]
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
-                                         pass_fds=(task_r, result_w), env=_child_env(slot), start_new_session=True)
+                                         pass_fds=(task_r, result_w), env=child_env(slot.env), start_new_session=True)
         finally:
             os.close(task_r)
             os.close(result_w)
@@ -174,13 +189,7 @@ class _Worker:
             return ""
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
-            try:
-                self.proc.kill()
-            except OSError:
-                pass
+        kill_group(self.proc)
         self.reap()
 
     def reap(self) -> int | None:
