@@ -52,14 +52,39 @@ def _library_prefixes() -> tuple[tuple[str, ...], tuple[str, ...]]:
         d = _module_dir(name)
         if d:
             libs.append(d)
-    for key in ("stdlib", "platstdlib"):
-        p = sysconfig.get_paths().get(key)
-        if p:
-            libs.append(os.path.abspath(p) + os.sep)
     gc_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     libs.append(gc_dir)
     user = [os.path.join(gc_dir, "kernels") + os.sep]
     return tuple(libs), tuple(user)
+
+
+@lru_cache(maxsize=1)
+def _stdlib_dirs() -> tuple[str, ...]:
+    """The base interpreter's standard library folders.
+
+    In a virtual environment sysconfig's ``platstdlib`` is ``<venv>/lib/pythonX.Y``,
+    the folder that holds the venv's ``site-packages``; the base interpreter's paths
+    are the standard library proper.
+    """
+    base = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix,
+            "installed_base": sys.base_prefix, "installed_platbase": sys.base_exec_prefix}
+    dirs = []
+    for key in ("stdlib", "platstdlib"):
+        p = sysconfig.get_paths(vars=base).get(key)
+        if p:
+            dirs.append(os.path.abspath(p) + os.sep)
+    return tuple(dict.fromkeys(dirs))
+
+
+_PACKAGE_DIRS = ("site-packages", "dist-packages")
+
+
+def _in_stdlib(path: str) -> bool:
+    """Whether ``path`` is standard library code: under a stdlib folder, not in its site-packages."""
+    for d in _stdlib_dirs():
+        if path.startswith(d):
+            return path[len(d):].split(os.sep, 1)[0] not in _PACKAGE_DIRS
+    return False
 
 
 @lru_cache(maxsize=4096)
@@ -72,7 +97,7 @@ def is_user_file(filename: str) -> bool:
         return True
     # site-packages of any other library is user code (a kernel package); only the
     # named libraries and the standard library are excluded.
-    return not path.startswith(libs)
+    return not path.startswith(libs) and not _in_stdlib(path)
 
 
 def user_location(frame: types.FrameType | None = None) -> Location:
