@@ -10,10 +10,14 @@ and ``per-file-ignores`` globs are relative to it, and the lint cache lives
 there. Keys may be spelled with dashes or underscores.
 
 Keys: ``select``, ``ignore`` (codes or prefixes such as ``GC1``),
-``per-file-ignores`` (glob -> codes), ``exclude`` (globs), ``entry-points``
-(qualified names of capture entry points), ``fail-on`` (error, warning, info,
-never), ``all-functions`` (bool), ``max-file-size`` (bytes). Unknown keys and
-wrong types are errors.
+``per-file-ignores`` (glob -> codes), ``exclude`` (globs), ``default-exclude`` and
+``vendor-exclude`` (path-part globs dropped below a linted directory),
+``entry-points`` (qualified names of capture entry points),
+``custom-op-registrars``, ``host-names``, ``capture-guards``, ``debug-flags``,
+``eager-functions`` and ``harness-functions`` (the static layer's scope and value
+model; docs/guide/lint.md), ``fail-on`` (error, warning, info, never),
+``all-functions`` (bool), ``max-file-size`` (bytes). Unknown keys and wrong types
+are errors.
 """
 
 from __future__ import annotations
@@ -45,7 +49,20 @@ class ConfigError(Exception):
 # Test, benchmark, example and docs trees are not library code that runs under capture.
 DEFAULT_EXCLUDE = ("tests", "test", "testing", "test_*.py", "*_test.py", "*_test.*", "conftest.py", "benchmarks",
                    "benchmark", "examples", "docs")
+# Backends for accelerators that CUDA graphs never run on (vendor folders of FlagGems and Liger, NPU/XPU/MLU/
+# MUSA/HPU code); NVIDIA and HIP (AMD, Hygon: torch.cuda.graph on ROCm) backends stay in.
+DEFAULT_VENDOR_EXCLUDE = ("_aipu", "_arm", "_ascend", "_cambricon", "_enflame", "_iluvatar", "_kunlunxin", "_metax",
+                          "_mthreads", "_spacemit", "_sunrise", "_thead", "_tsingmicro", "npu", "xpu", "mlu", "musa",
+                          "hpu", "ascend", "*_npu.py", "*_xpu.py", "*_mlu.py", "*_musa.py", "*_hpu.py")
 DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host", "*_pinned")
+# What a function or an enclosing scope is named like when it is a test, benchmark, reference or script
+# (harness-functions); and functions that engines run eagerly, before a replay (eager-functions)
+DEFAULT_HARNESS = ("test_*", "Test*", "*Test", "*TestCase", "*Tester", "*Benchmark*", "*Bench", "bench_*",
+                   "benchmark*", "run_benchmark*", "run_test*", "profile_*", "timeit", "main", "_main",
+                   "*_ref", "ref_*", "reference_*", "*_reference", "*Reference*")
+DEFAULT_EAGER = ("*.init_forward_metadata", "*.init_forward_metadata_out_graph",
+                 "*MetadataBuilder*.build*", "*.plan",
+                 "*prepare_*metadata*", "plan_*metadata*")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +76,9 @@ class Config:
     host_names: tuple[str, ...] = DEFAULT_HOST_NAMES  # globs of variable names that hold host values
     capture_guards: tuple[str, ...] = ()  # calls true only during capture (beside is_current_stream_capturing)
     default_exclude: tuple[str, ...] = DEFAULT_EXCLUDE  # dropped under a linted directory, never when named
+    vendor_exclude: tuple[str, ...] = DEFAULT_VENDOR_EXCLUDE  # non-CUDA backends, excluded like default-exclude
+    eager_functions: tuple[str, ...] = DEFAULT_EAGER  # qualname globs run before replay: not roots, not walked
+    harness_functions: tuple[str, ...] = DEFAULT_HARNESS  # qualname globs of tests/benchmarks/references
     fail_on: str = "warning"
     all_functions: bool = False
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
@@ -162,6 +182,12 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
             values["capture_guards"] = _str_list(value, where)
         elif key == "default-exclude":
             values["default_exclude"] = _str_list(value, where)
+        elif key == "vendor-exclude":
+            values["vendor_exclude"] = _str_list(value, where)
+        elif key == "eager-functions":
+            values["eager_functions"] = _str_list(value, where)
+        elif key == "harness-functions":
+            values["harness_functions"] = _str_list(value, where)
         elif key == "fail-on":
             if not isinstance(value, str) or value.lower() not in FAIL_ON:
                 raise ConfigError(f"{where}: expected one of {', '.join(FAIL_ON)}, got {value!r}")
@@ -176,8 +202,9 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
                                   f"got {value!r}")
             values["max_file_size"] = value
         else:
-            known = ("select, ignore, per-file-ignores, exclude, default-exclude, entry-points, custom-op-registrars, "
-                     "host-names, capture-guards, fail-on, all-functions, max-file-size")
+            known = ("select, ignore, per-file-ignores, exclude, default-exclude, vendor-exclude, entry-points, custom-op-registrars, "
+                     "host-names, capture-guards, eager-functions, harness-functions, fail-on, all-functions, "
+                     "max-file-size")
             raise ConfigError(f"{where_file}: unknown key {raw_key!r} in [tool.graphcheck] (known: {known})")
     return Config(root=root, source=source, **values)
 

@@ -127,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
     summary = Summary(files_checked=result.files_checked, lines=result.lines, seconds=result.seconds,
                       from_cache=result.from_cache)
     if result.files_excluded:
-        summary.notes.append(f"{result.files_excluded} files excluded (tests, benchmarks, examples, docs; "
-                             "`default-exclude` in [tool.graphcheck], or name the path)")
+        summary.notes.append(f"{result.files_excluded} files excluded (tests, benchmarks, examples, docs, non-CUDA "
+                             "vendor backends; `default-exclude`/`vendor-exclude` in [tool.graphcheck], or name "
+                             "the path)")
     summary.notes.append(scope_note(result, config.all_functions))
     for skipped in result.skipped:
         print(f"graphcheck lint: skipped {skipped}: not a Python or CUDA C++ file", file=sys.stderr)

@@ -245,7 +245,7 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
     started = time.perf_counter()
     config = config or Config()
     discovery = files_mod.discover(paths, config)
-    excluded = _default_excluded(discovery.files, paths, config.default_exclude)
+    excluded = _default_excluded(discovery.files, paths, config.default_exclude + config.vendor_exclude)
     if excluded:
         discovery.files = [sf for sf in discovery.files if sf.path not in excluded]
     options = _Options(config.all_functions, tuple(config.entry_points), config.max_file_size)
@@ -271,7 +271,8 @@ def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None 
     project = ProjectIndex(
         python_files, registrars=config.custom_op_registrars, entry_points=config.entry_points,
         extra_roots=extra_roots, jobs=jobs, max_file_size=config.max_file_size,
-        cache_dir=directory, trust_stat=trust_stat)
+        cache_dir=directory, trust_stat=trust_stat, eager=config.eager_functions,
+        harness=config.harness_functions)
     for sf in discovery.files:
         known = None
         context = None

@@ -27,6 +27,7 @@ call graph from the roots; each reachable function keeps the chain that reaches 
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import hashlib
 import json
 import os
@@ -37,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from graphcheck.config import DEFAULT_EAGER, DEFAULT_HARNESS
 from graphcheck.lint import pool as lint_pool
 from graphcheck.lint import summary as summary_mod
 from graphcheck.lint.scope import (
@@ -53,12 +55,34 @@ _DEF_LINE = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]", re.MULTILINE)
 _CACHE_FILE = "index-v1.json"
 _FORMAT = 1
 _MAX_ROUNDS = 64
-_NOT_A_ROOT = re.compile(r"^(test_|bench_|benchmark|run_benchmark|main$|_main$|profile_|timeit$)")
-_TEST_CLASS = re.compile(r"(Tester|TestCase|Test|Benchmark|Bench)$|^Test")
 _AUTOGRAD_FUNCTION = {"torch.autograd.Function", "torch.autograd.function.Function"}
 # imported names worth following through re-exports when they are not called (kernel DSL modules)
 _DSL_NAMES = {"triton", "tl", "language", "libdevice", "tldevice", "cute", "cutlass", "ct", "tile", "torch"}
 _MAX_DEPTH = 24
+
+
+class ScopeNames:
+    """Globs on a function's qualified name: a glob with a dot matches the qualified name (or one of
+    its enclosing prefixes: ``Builder.build`` covers ``Builder.build.<locals>.f``), a glob without one
+    matches any single part of it (the function's own name, an enclosing class or function)."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.patterns = tuple(p for p in patterns if p)
+        dotted = [fnmatch.translate(p) for p in self.patterns if "." in p]
+        plain = [fnmatch.translate(p) for p in self.patterns if "." not in p]
+        self._dotted = re.compile("|".join(dotted)) if dotted else None
+        self._plain = re.compile("|".join(plain)) if plain else None
+
+    def match(self, qual: str) -> bool:
+        if not self.patterns:
+            return False
+        parts = [p for p in qual.split(".") if p != "<locals>"]
+        for k in range(1, len(parts) + 1):
+            if self._plain is not None and self._plain.match(parts[k - 1]):
+                return True
+            if self._dotted is not None and k > 1 and self._dotted.match(".".join(parts[:k])):
+                return True
+        return False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,8 +278,12 @@ class ProjectIndex:
 
     def __init__(self, files: Sequence[str], *, registrars: Sequence[str] = (), entry_points: Sequence[str] = (),
                  extra_roots: Sequence[ExtraRoot] = (), jobs: int = 1, cache_dir: Path | None = None,
-                 max_file_size: int = 10**7, trust_stat: bool = True) -> None:
+                 max_file_size: int = 10**7, trust_stat: bool = True, eager: Sequence[str] = DEFAULT_EAGER,
+                 harness: Sequence[str] = DEFAULT_HARNESS) -> None:
         self.registrars = tuple(registrars)
+        self.eager = ScopeNames(eager)
+        self.harness = ScopeNames(harness)
+        self._off_memo: dict[str, str | None] = {}
         self.entry_points = tuple(e for e in entry_points if e)
         self.extra_roots = tuple(extra_roots)
         self.jobs = jobs
@@ -435,13 +463,11 @@ class ProjectIndex:
     def _find_roots(self) -> None:
         self.roots: dict[str, tuple[str, bool]] = {}  # dotted -> (reason, guess)
 
-        def add(dotted: str, reason: str, guess: bool = False) -> None:
+        def add(dotted: str, reason: str, guess: bool = False, forced: bool = False) -> None:
             if dotted in self.kernels:
                 return
-            if reason not in ("is a configured entry point",) and (
-                    _NOT_A_ROOT.match(dotted.rpartition(".")[2])
-                    or any(_TEST_CLASS.search(part) for part in self.funcs[dotted][1].split(".")[:-1])):
-                return  # a test, benchmark or script main that launches a kernel is not captured code
+            if not forced and self.off_scope(dotted) is not None:
+                return  # a test, benchmark or script main, or an eager metadata builder: not captured code
             old = self.roots.get(dotted)
             if old is None or (old[1] and not guess):
                 self.roots[dotted] = (reason, guess)
@@ -484,11 +510,12 @@ class ProjectIndex:
                 for target in targets:
                     found = self.resolve(target)
                     if found is not None and found[0] == "func":
-                        add(found[1], f"is called inside `{site.split(' on line')[0]}` in `{qual}`")
+                        add(found[1], f"is called inside `{site.split(' on line')[0]}` in `{qual}`", forced=True)
                     elif found is not None and found[0] == "class":
                         init = self._member(found[1], ["__init__"], 0)
                         if init is not None:
-                            add(init[1], f"is called inside `{site.split(' on line')[0]}` in `{qual}`")
+                            add(init[1], f"is called inside `{site.split(' on line')[0]}` in `{qual}`",
+                                forced=True)
         regs = [r for summ in self.summaries.values() for r in summ.get("regs", ())]
         regs += [r for (_, _, rec) in self.funcs.values() for r in rec.get("regs", ())]
         if regs:
@@ -508,13 +535,26 @@ class ProjectIndex:
                                                "and compiled graphs)")
         for entry in self.entry_points:
             for dotted in self._entry_matches(entry):
-                add(dotted, "is a configured entry point")
+                add(dotted, "is a configured entry point", forced=True)
         for extra in self.extra_roots:
             path = os.path.normpath(os.path.abspath(extra.path))
             if path in self.names:
                 dotted = f"{self.names[path][0]}.{extra.qualname}"
                 if dotted in self.funcs:
-                    add(dotted, extra.reason)
+                    add(dotted, extra.reason, forced=True)
+
+    def off_scope(self, dotted: str) -> str | None:
+        """"harness" or "eager" when the function is never captured code: reach neither starts nor passes there."""
+        if dotted in self._off_memo:
+            return self._off_memo[dotted]
+        _module, qual, rec = self.funcs[dotted]
+        out = None
+        if rec.get("main_block") or self.harness.match(qual):
+            out = "harness"
+        elif self.eager.match(qual):
+            out = "eager"
+        self._off_memo[dotted] = out
+        return out
 
     def _is_module_loader(self, dotted: str) -> bool:
         """A cached function that builds or loads a compiled extension (``@functools.cache def get_x_module()``)."""
@@ -546,7 +586,7 @@ class ProjectIndex:
         while queue:
             dotted = queue.popleft()
             for child in self.children.get(dotted, ()):
-                if child not in self.parent and child not in self.kernels:
+                if child not in self.parent and child not in self.kernels and self.off_scope(child) is None:
                     self.parent[child] = (dotted, "nested")
                     queue.append(child)
             rec = self.funcs[dotted][2]
@@ -562,7 +602,7 @@ class ProjectIndex:
                     target = init[1]
                 elif found[0] != "func":
                     continue
-                if target not in self.parent and target not in self.kernels:
+                if target not in self.parent and target not in self.kernels and self.off_scope(target) is None:
                     self.parent[target] = (dotted, "call")
                     queue.append(target)
 

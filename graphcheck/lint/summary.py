@@ -238,6 +238,10 @@ class _Summarizer:
     def run(self) -> dict[str, Any]:
         statements = self.module_level()
         funcs = {info.qualname: self.function(info) for info in self.index.functions}
+        for start, end in _main_blocks(self.tree):  # functions defined under `if __name__ == "__main__":`
+            for rec in funcs.values():
+                if start <= rec["line"] <= end:
+                    rec["main_block"] = True
         for name, reason in self.index._registered:
             if name in funcs and "root" not in funcs[name]:
                 funcs[name]["root"] = reason
@@ -264,6 +268,18 @@ class _Summarizer:
         if "graphcheck: expect" in self.index.source:
             out["expect"] = True
         return out
+
+
+def _main_blocks(tree: ast.Module) -> list[tuple[int, int]]:
+    """Line ranges of top-level ``if __name__ == "__main__":`` bodies (script code, never captured)."""
+    out = []
+    for stmt in tree.body:
+        test = stmt.test if isinstance(stmt, ast.If) else None
+        if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+                and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value == "__main__" and isinstance(test.ops[0], ast.Eq)):
+            out.append((stmt.body[0].lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno))
+    return out
 
 
 def _class_qualname(info: FuncInfo) -> str | None:
