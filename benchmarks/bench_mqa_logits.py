@@ -27,7 +27,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -68,7 +69,7 @@ def _args():
     return parser.parse_args()
 
 
-def _time(fn: Callable[[], Any], quick: bool) -> "float | None":
+def _time(fn: Callable[[], Any], quick: bool) -> float | None:
     try:
         return common.time_ms(fn, quick)
     except Exception as exc:  # noqa: BLE001 - report the failure, keep benchmarking
@@ -79,7 +80,7 @@ def _time(fn: Callable[[], Any], quick: bool) -> "float | None":
 _compiled_count: dict[str, int] = {}
 
 
-def _ref_time(call: Callable[[], Any], row: dict, name: str) -> "float | None":
+def _ref_time(call: Callable[[], Any], row: dict, name: str) -> float | None:
     """A reference call's time: device time inside a CUDA graph for decode rows, like ours (the
     graph's private pool takes its allocations); event-timed calls where capture fails, and
     for prefill rows."""
@@ -164,8 +165,7 @@ def bench_decode(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
     import torch
     import triton
 
-    from graphcheck.kernels import fp8_paged_mqa_logits, fp8_paged_mqa_logits_reference
-    from graphcheck.kernels import paged_mqa_logits
+    from graphcheck.kernels import fp8_paged_mqa_logits, fp8_paged_mqa_logits_reference, paged_mqa_logits
     from graphcheck.kernels.paged_mqa_logits import PagedConfig
 
     spec = SMOKE_DECODE if args.smoke else DECODE
@@ -188,8 +188,8 @@ def bench_decode(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
         sets = [first] + [make(s) for s in range(1, copies)]
         outs = [torch.empty(batch * next_n, mml, device=DEVICE) for _ in sets]
 
-        def timed(clean: bool, config: "PagedConfig | None" = None, quick: bool = args.quick,
-                  graph: bool = DEVICE == "cuda") -> "float | None":
+        def timed(clean: bool, config: PagedConfig | None = None, quick: bool = args.quick,
+                  graph: bool = DEVICE == "cuda") -> float | None:
             calls = [lambda i=i: fp8_paged_mqa_logits(**sets[i], clean_logits=clean, out=outs[i], config=config)
                      for i in range(len(sets))]
             try:
@@ -235,8 +235,7 @@ def bench_decode(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
 def bench_prefill(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
     import torch
 
-    from graphcheck.kernels import fp8_mqa_logits, fp8_mqa_logits_reference
-    from graphcheck.kernels import mqa_logits
+    from graphcheck.kernels import fp8_mqa_logits, fp8_mqa_logits_reference, mqa_logits
     from graphcheck.kernels.mqa_logits import MqaConfig
 
     spec = SMOKE_PREFILL if args.smoke else PREFILL
@@ -250,7 +249,7 @@ def bench_prefill(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
         row: dict[str, Any] = {"kernel": "mqa", "shape": shape, "pairs": pairs,
                                "cfg": str(mqa_logits.default_config(m, n, heads, torch.device(DEVICE)))}
 
-        def timed(clean: bool, config: "MqaConfig | None" = None, quick: bool = args.quick) -> "float | None":
+        def timed(clean: bool, config: MqaConfig | None = None, quick: bool = args.quick) -> float | None:
             return _time(lambda: fp8_mqa_logits(**inputs, clean_logits=clean, out=out, config=config), quick)
 
         row["ours_ms"] = timed(True)
@@ -292,7 +291,7 @@ def bench_prefill(args, bw_gbs: float, rows: list, sweep_rows: list) -> None:
             torch.cuda.empty_cache()
 
 
-def _ms(value: "float | None") -> str:
+def _ms(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f} ms"
 
 

@@ -25,11 +25,11 @@ def main() -> int:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 2, 4, 8])
     args = parser.parse_args()
     import torch
-
-    import graphcheck
     from engine import Engine
     from kv_cache import PagedKVCache
     from model import ToyDecoder
+
+    import graphcheck
 
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)

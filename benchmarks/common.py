@@ -17,12 +17,13 @@ import platform
 import statistics
 import sys
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 L2_BYTES = 60 * 1024 * 1024  # H200: 60 MB of L2; rotate inputs below a few times this
 
 
-def parse_args(description: str, argv: "Sequence[str] | None" = None) -> argparse.Namespace:
+def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--json", metavar="FILE", help="also write every row as JSON to FILE")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
@@ -150,7 +151,7 @@ def copy_bandwidth_gbs(nbytes: int = 1 << 30, quick: bool = False) -> float:
     return 2 * src.numel() / (ms * 1e-3) / 1e9
 
 
-def compiled(fn: Callable[..., Any]) -> "Callable[..., Any] | None":
+def compiled(fn: Callable[..., Any]) -> Callable[..., Any] | None:
     """torch.compile of ``fn``, or None where compile is unavailable here."""
     import torch
 
@@ -177,7 +178,7 @@ def print_table(title: str, rows: list[dict[str, Any]], columns: Sequence[str]) 
         print("| " + " | ".join(v.ljust(w) for v, w in zip(c, widths)) + " |")
 
 
-def write_json(path: "str | None", env: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+def write_json(path: str | None, env: dict[str, Any], rows: list[dict[str, Any]]) -> None:
     if path:
         with open(path, "w", encoding="utf-8") as fh:
             json.dump({"environment": env, "rows": rows}, fh, indent=2)

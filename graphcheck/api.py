@@ -39,7 +39,7 @@ class Report:
                 "skipped": list(self.skipped), "findings": [f.to_dict() for f in self.findings]}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Report":
+    def from_dict(cls, data: dict[str, Any]) -> Report:
         """The report :meth:`to_dict` wrote (a worker process sends reports this way)."""
         return cls(case=str(data.get("case", "")), findings=[Finding.from_dict(f) for f in data.get("findings", [])],
                    skipped=[str(s) for s in data.get("skipped", [])],
@@ -47,14 +47,14 @@ class Report:
                            for k, v in data.get("layers", {}).items()})
 
 
-def _status(findings: list[Finding], notes: "list[str] | tuple[str, ...]" = ()) -> LayerResult:
+def _status(findings: list[Finding], notes: list[str] | tuple[str, ...] = ()) -> LayerResult:
     if at_or_above(findings, Severity.WARNING):
         return LayerResult(LayerStatus.FAIL, notes=tuple(notes))
     expected = at_or_above(findings, Severity.WARNING, include_expected=True)
     return LayerResult(LayerStatus.EXPECTED if expected else LayerStatus.PASS, notes=tuple(notes))
 
 
-def _marked(findings: "list[Finding]") -> list[Finding]:
+def _marked(findings: list[Finding]) -> list[Finding]:
     from graphcheck.expectations import mark_expected
 
     return mark_expected(findings)
@@ -69,8 +69,8 @@ def _internal_error(case: Case, exc: BaseException, layer: str) -> Finding:
                         case=case.name, evidence={"traceback": traceback.format_exc()[-4000:]})
 
 
-def check(case: Case, gpu: "str | GpuMode" = "auto", examples: int = 4, timeout: float = 120.0, isolate: bool = True,
-          layers: "tuple[str, ...]" = ("trace", "capture")) -> Report:
+def check(case: Case, gpu: str | GpuMode = "auto", examples: int = 4, timeout: float = 120.0, isolate: bool = True,
+          layers: tuple[str, ...] = ("trace", "capture")) -> Report:
     """Run the dynamic layers on ``case``.
 
     ``gpu`` (a :class:`GpuMode` or its name): ``"off"`` runs on CPU tensors only

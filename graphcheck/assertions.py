@@ -9,7 +9,8 @@ hint.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from graphcheck.case import Case
 from graphcheck.findings import Severity, at_or_above
@@ -25,7 +26,7 @@ class GraphSafetyError(AssertionError):
         self.report = report
 
 
-def as_case(case_or_fn: "Case | Callable[..., Any]", make_inputs: Callable[[int, Any], Mapping[str, Any]] | None = None,
+def as_case(case_or_fn: Case | Callable[..., Any], make_inputs: Callable[[int, Any], Mapping[str, Any]] | None = None,
             *, name: str | None = None, outputs: Sequence[str] | None = None, **case_options: Any) -> Case:
     """A :class:`Case` as given, or one built from a function and its ``make_inputs``."""
     if isinstance(case_or_fn, Case):
@@ -40,7 +41,7 @@ def as_case(case_or_fn: "Case | Callable[..., Any]", make_inputs: Callable[[int,
     return Case(label, case_or_fn, make_inputs, outputs=outputs, **case_options)
 
 
-def format_report(report: Any, threshold: "str | Severity" = Severity.WARNING) -> str:
+def format_report(report: Any, threshold: str | Severity = Severity.WARNING) -> str:
     """The failure message: a headline, each finding with its source line and hint, and any skipped layers."""
     from graphcheck.report import render
 
@@ -55,7 +56,7 @@ def format_report(report: Any, threshold: "str | Severity" = Severity.WARNING) -
     return "\n".join(lines)
 
 
-def assert_graph_safe(case_or_fn: "Case | Callable[..., Any]",
+def assert_graph_safe(case_or_fn: Case | Callable[..., Any],
                       make_inputs: Callable[[int, Any], Mapping[str, Any]] | None = None, *,
                       gpu: str = "auto", examples: int = 4, fail_on: str = "warning", timeout: float = 120.0,
                       outputs: Sequence[str] | None = None, name: str | None = None, **case_options: Any) -> Any:

@@ -15,17 +15,25 @@ import dataclasses
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from graphcheck.findings import Finding, at_or_above
 from graphcheck.layers import GPU_CHOICES, GpuMode, cuda_available  # noqa: F401  (GPU_CHOICES: re-exported)
+
 # target resolution lives in graphcheck.targets; these names stay importable from here
 from graphcheck.targets import (  # noqa: F401
-    CASE_MARKERS, Target, TargetError, case_source_for_file, declares_cases, module_name_for_file,
+    CASE_MARKERS,
+    Target,
+    TargetError,
+    case_source_for_file,
+    declares_cases,
+    module_name_for_file,
 )
 from graphcheck.targets import display as _display
 from graphcheck.targets import resolve as resolve_target
+
 
 @dataclasses.dataclass
 class CaseResult:
@@ -88,7 +96,7 @@ def merge_layers(static: list[Finding], dynamic: list[Finding]) -> list[Finding]
 # --- running --------------------------------------------------------------------------
 
 
-def check_gpu_mode(gpu: "str | GpuMode") -> GpuMode:
+def check_gpu_mode(gpu: str | GpuMode) -> GpuMode:
     """The :class:`GpuMode` named by ``gpu``; raises RuntimeError for ``required`` without CUDA."""
     mode = GpuMode.parse(gpu)
     if mode is GpuMode.REQUIRED and not cuda_available():

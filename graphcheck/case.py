@@ -10,7 +10,8 @@ that ``fn`` writes in place; when it is None the return value(s) are the outputs
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 
 @dataclasses.dataclass

@@ -98,7 +98,7 @@ class Config:
             return False
         return not (self.ignore and rules.matches(code, self.ignore))
 
-    def with_overrides(self, **changes: Any) -> "Config":
+    def with_overrides(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
@@ -107,14 +107,14 @@ def is_tool_code(code: str) -> bool:
     return code.upper().startswith("GC0")
 
 
-def ignored_by(code: str, selectors: "tuple[str, ...] | list[str]") -> bool:
+def ignored_by(code: str, selectors: tuple[str, ...] | list[str]) -> bool:
     """Whether ``selectors`` (an ``ignore`` list) drop ``code``: by prefix, but a GC0xx code only by its full name."""
     if is_tool_code(code):
         return code.upper() in {s.upper() for s in selectors}
     return rules.matches(code, selectors)
 
 
-def parse_selectors(value: "str | list | tuple", where: str) -> tuple[str, ...]:
+def parse_selectors(value: str | list | tuple, where: str) -> tuple[str, ...]:
     """Validate a list of codes or prefixes (``GC101``, ``GC1``); unknown codes are errors."""
     if isinstance(value, str):
         items = [v for v in re.split(r"[,\s]+", value) if v]
@@ -233,7 +233,7 @@ def _table_of(path: Path, data: dict[str, Any]) -> dict[str, Any] | None:
     return data
 
 
-def load_file(path: "str | Path") -> Config:
+def load_file(path: str | Path) -> Config:
     """Read the settings in ``path`` (``--config FILE``)."""
     path = Path(path)
     if not path.is_file():
@@ -242,7 +242,7 @@ def load_file(path: "str | Path") -> Config:
     return from_table(table or {}, path, path.resolve().parent)
 
 
-def discover(start: "str | Path | None") -> Config:
+def discover(start: str | Path | None) -> Config:
     """The nearest config walking up from ``start`` (a file or directory); defaults if none."""
     here = Path(start) if start is not None else _cwd()
     try:

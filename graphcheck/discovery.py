@@ -22,14 +22,13 @@ import importlib.util
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator
 
 from graphcheck import rules
 from graphcheck.case import Case
 from graphcheck.findings import Finding
-
 
 
 class CaseDeclarationError(Exception):

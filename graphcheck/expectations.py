@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 from graphcheck import rules
 from graphcheck.findings import LAYERS, Finding
@@ -114,7 +114,7 @@ def _language(path: str) -> str | None:
     return language_of(path)
 
 
-def markers_of(path: "str | os.PathLike[str]") -> dict[int, list[Expectation]]:
+def markers_of(path: str | os.PathLike[str]) -> dict[int, list[Expectation]]:
     """The expect markers of a file, read once per (size, mtime); {} for a file that cannot be read."""
     path = os.fspath(path)
     language = _language(path)

@@ -20,7 +20,7 @@ class MissingExtra(RuntimeError):
     """An optional dependency a command needs is not installed."""
 
 
-def missing(modules: "tuple[str, ...]" = TORCH_EXTRA) -> list[str]:
+def missing(modules: tuple[str, ...] = TORCH_EXTRA) -> list[str]:
     """The top-level modules in ``modules`` that cannot be found (nothing is imported)."""
     out = []
     for name in modules:

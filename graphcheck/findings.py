@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 
 class Severity(str, enum.Enum):
@@ -20,7 +21,7 @@ class Severity(str, enum.Enum):
         return _RANKS[self]
 
     @classmethod
-    def parse(cls, value: "str | Severity") -> "Severity":
+    def parse(cls, value: str | Severity) -> Severity:
         if isinstance(value, Severity):
             return value
         try:
@@ -84,7 +85,7 @@ class Finding:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Finding":
+    def from_dict(cls, data: Mapping[str, Any]) -> Finding:
         return cls(
             code=data["code"],
             severity=Severity.parse(data["severity"]),
@@ -109,7 +110,7 @@ class Finding:
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def at_or_above(findings: Iterable[Finding], threshold: "str | Severity", *,
+def at_or_above(findings: Iterable[Finding], threshold: str | Severity, *,
                 include_expected: bool = False) -> list[Finding]:
     """The findings whose severity is at least ``threshold``.
 

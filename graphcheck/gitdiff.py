@@ -30,15 +30,15 @@ class Changes:
     files: dict[str, set[int] | None]
     note: str = ""
 
-    def lines_of(self, path: "str | os.PathLike[str]") -> set[int] | None:
+    def lines_of(self, path: str | os.PathLike[str]) -> set[int] | None:
         """Changed lines of ``path`` (any form: absolute, or relative to the cwd); KeyError if unchanged."""
         return self.files[self.relative(path)]
 
-    def relative(self, path: "str | os.PathLike[str]") -> str:
+    def relative(self, path: str | os.PathLike[str]) -> str:
         absolute = Path(os.path.realpath(os.path.abspath(path)))
         return absolute.relative_to(os.path.realpath(self.root)).as_posix()
 
-    def is_changed_line(self, path: "str | os.PathLike[str]", line: int) -> bool:
+    def is_changed_line(self, path: str | os.PathLike[str], line: int) -> bool:
         try:
             lines = self.lines_of(path)
         except (KeyError, ValueError):
@@ -46,7 +46,7 @@ class Changes:
         return lines is None or line in lines
 
 
-def _git(args: list[str], cwd: "str | os.PathLike[str]", check: bool = True) -> subprocess.CompletedProcess:
+def _git(args: list[str], cwd: str | os.PathLike[str], check: bool = True) -> subprocess.CompletedProcess:
     try:
         proc = subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=cwd, capture_output=True)
     except FileNotFoundError:
@@ -60,7 +60,7 @@ def _git(args: list[str], cwd: "str | os.PathLike[str]", check: bool = True) -> 
     return proc
 
 
-def repo_root(cwd: "str | os.PathLike[str]" = ".") -> Path:
+def repo_root(cwd: str | os.PathLike[str] = ".") -> Path:
     proc = _git(["rev-parse", "--show-toplevel"], cwd, check=False)
     if proc.returncode != 0:
         raise GitError(f"{os.path.abspath(cwd)} is not inside a git repository")
@@ -173,7 +173,7 @@ def _has_lone_cr(path: Path) -> bool:
     return b"\r" in data.replace(b"\r\n", b"")
 
 
-def changes_since(ref: str, cwd: "str | os.PathLike[str]" = ".") -> Changes:
+def changes_since(ref: str, cwd: str | os.PathLike[str] = ".") -> Changes:
     """Files changed (added, copied, modified, renamed) since ``ref``'s merge base, and their changed lines."""
     root = repo_root(cwd)
     base, note = resolve_base(ref, root)

@@ -15,7 +15,8 @@ Hypothesis shrinks towards seed 0 and its database replays failures.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from hypothesis import strategies as st
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["GpuMode", "LayerResult", "LayerSkipped", "LayerStatus", "cuda_available"]
 
@@ -53,7 +54,7 @@ class LayerResult:
         object.__setattr__(self, "notes", tuple(self.notes))
 
     @classmethod
-    def skipped(cls, reason: str, notes: "tuple[str, ...] | list[str]" = ()) -> LayerResult:
+    def skipped(cls, reason: str, notes: tuple[str, ...] | list[str] = ()) -> LayerResult:
         return cls(LayerStatus.SKIPPED, reason, tuple(notes))
 
     @property
@@ -100,7 +101,7 @@ class GpuMode(str, enum.Enum):
         return self.value
 
     @classmethod
-    def parse(cls, value: "str | GpuMode") -> GpuMode:
+    def parse(cls, value: str | GpuMode) -> GpuMode:
         """A mode from its name; ``"on"`` (the old name of ``required`` in :func:`graphcheck.check`) still works,
         with a DeprecationWarning."""
         if isinstance(value, GpuMode):

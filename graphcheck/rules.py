@@ -18,9 +18,10 @@ hint from here. ``docs/guide/add-a-rule.md`` walks through adding one.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from graphcheck.findings import Finding, Severity
 
@@ -246,6 +247,6 @@ def fingerprint() -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def matches(code: str, selectors: "list[str] | tuple[str, ...]") -> bool:
+def matches(code: str, selectors: list[str] | tuple[str, ...]) -> bool:
     """True if ``code`` is selected by any selector: a full code or a prefix (``GC1``, ``GC10``)."""
     return any(code.upper().startswith(sel.upper()) for sel in selectors)

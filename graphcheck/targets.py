@@ -20,8 +20,8 @@ import importlib.util
 import os
 import stat
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 CASE_MARKERS = ("GRAPHCHECK_CASES", "graphcheck_cases")
 
@@ -55,7 +55,7 @@ def skipped_dir(dirpath: str, name: str) -> bool:
             or os.path.exists(os.path.join(dirpath, name, "pyvenv.cfg")))
 
 
-def walk(top: "str | os.PathLike[str]", *, suffixes: "frozenset[str] | tuple[str, ...] | None" = (".py",),
+def walk(top: str | os.PathLike[str], *, suffixes: frozenset[str] | tuple[str, ...] | None = (".py",),
          skip: Callable[[str], bool] | None = None,
          onerror: Callable[[OSError], None] | None = None) -> Iterator[str]:
     """Every regular file under ``top`` (a folder), in sorted order, as a path joined onto ``top``.
@@ -87,7 +87,7 @@ def _regular(path: str) -> bool:
         return False
 
 
-def declares_cases(path: "str | os.PathLike[str]") -> bool:
+def declares_cases(path: str | os.PathLike[str]) -> bool:
     """Whether a Python file mentions a case declaration (a text check; nothing is imported)."""
     path = os.fspath(path)
     if not _regular(path):  # a FIFO or device named *.py is not a module; reading it could block forever
@@ -99,7 +99,7 @@ def declares_cases(path: "str | os.PathLike[str]") -> bool:
     return any(marker in text for marker in CASE_MARKERS)
 
 
-def case_files(top: "str | os.PathLike[str]", skip: Callable[[str], bool] | None = None) -> list[Path]:
+def case_files(top: str | os.PathLike[str], skip: Callable[[str], bool] | None = None) -> list[Path]:
     """The Python files under ``top`` that declare cases."""
     return [Path(p) for p in walk(top, skip=skip) if declares_cases(p)]
 
@@ -131,7 +131,7 @@ def _origin_is(name: str, path: Path) -> bool:
     return bool(spec and spec.origin) and os.path.realpath(spec.origin) == os.path.realpath(path)
 
 
-def module_name_for_file(path: "str | os.PathLike[str]") -> str | None:
+def module_name_for_file(path: str | os.PathLike[str]) -> str | None:
     """The dotted name that imports ``path``, when it lies in an importable package.
 
     Files inside a package (a folder with ``__init__.py``) must be imported by
@@ -167,7 +167,7 @@ def module_name_for_file(path: "str | os.PathLike[str]") -> str | None:
     return None
 
 
-def case_source_for_file(path: "str | os.PathLike[str]") -> str:
+def case_source_for_file(path: str | os.PathLike[str]) -> str:
     """How discovery should load a case file: its module name when it is in a package, else its path."""
     return module_name_for_file(path) or str(path)
 
@@ -222,7 +222,7 @@ _PATH_HINT = (" (modules are found from the working directory and the installed 
               "that holds the package, `pip install -e .` it, or pass a file or folder path)")
 
 
-def display(path: "str | os.PathLike[str]") -> str:
+def display(path: str | os.PathLike[str]) -> str:
     """Relative to the working directory when under it (reports read better)."""
     try:
         if Path(path).resolve().is_relative_to(Path.cwd().resolve()):

@@ -20,7 +20,7 @@ FP8_MAX = 448.0
 AMAX_FLOOR = 1e-4
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _capability(index: int) -> tuple[int, int]:
     return torch.cuda.get_device_capability(index)
 
@@ -33,7 +33,7 @@ def native_fp8_dot(device: torch.device) -> bool:
     return _capability(index) >= (8, 9)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
@@ -62,7 +62,7 @@ def check_launchable(*tensors: torch.Tensor) -> torch.device:
     return device
 
 
-def logits_buffer(out: "torch.Tensor | None", rows: int, cols: int, device: torch.device) -> torch.Tensor:
+def logits_buffer(out: torch.Tensor | None, rows: int, cols: int, device: torch.device) -> torch.Tensor:
     """The fp32 ``[rows, cols]`` logits output: ``out`` checked, or a new buffer when it is None."""
     if out is None:
         return torch.empty((rows, cols), dtype=torch.float32, device=device)
@@ -91,7 +91,7 @@ def quantize_fp8_per_token(x: torch.Tensor, pow2_scale: bool = False) -> tuple[t
 
 
 def pack_paged_kv_cache(
-    keys: torch.Tensor, scales: torch.Tensor, block_stride: "int | None" = None
+    keys: torch.Tensor, scales: torch.Tensor, block_stride: int | None = None
 ) -> torch.Tensor:
     """Pack per-token FP8 keys and fp32 scales into the paged ``[num_blocks, block_size, 1, D+4]`` cache.
 

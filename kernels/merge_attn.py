@@ -385,9 +385,9 @@ def merge_attn_states(
     prefix_lse: torch.Tensor,
     suffix_output: torch.Tensor,
     suffix_lse: torch.Tensor,
-    output_lse: "torch.Tensor | None" = None,
-    prefill_tokens_with_context: "int | torch.Tensor | None" = None,
-    output_scale: "torch.Tensor | None" = None,
+    output_lse: torch.Tensor | None = None,
+    prefill_tokens_with_context: int | torch.Tensor | None = None,
+    output_scale: torch.Tensor | None = None,
     *,
     lse_layout: str = "auto",
 ) -> None:
@@ -448,13 +448,13 @@ def merge_attn_states_reference(
     prefix_lse: torch.Tensor,
     suffix_output: torch.Tensor,
     suffix_lse: torch.Tensor,
-    prefill_tokens_with_context: "int | torch.Tensor | None" = None,
-    output_scale: "torch.Tensor | None" = None,
+    prefill_tokens_with_context: int | torch.Tensor | None = None,
+    output_scale: torch.Tensor | None = None,
     *,
     lse_layout: str = "hn",
     compute_dtype: torch.dtype = torch.float32,
-    output_dtype: "torch.dtype | None" = None,
-) -> "tuple[torch.Tensor, torch.Tensor]":
+    output_dtype: torch.dtype | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Pure-PyTorch merge with the same rules as the kernel; returns (output, output_lse).
 
     Computes in ``compute_dtype`` (float64 for tests). ``output`` has

@@ -172,15 +172,15 @@ def _check_inputs(q, kv, weights, ks, ke) -> tuple[torch.Tensor, torch.Tensor, i
 
 def fp8_mqa_logits(
     q: torch.Tensor,
-    kv: "tuple[torch.Tensor, torch.Tensor]",
+    kv: tuple[torch.Tensor, torch.Tensor],
     weights: torch.Tensor,
     cu_seqlen_ks: torch.Tensor,
     cu_seqlen_ke: torch.Tensor,
     clean_logits: bool = True,
     *,
-    out: "torch.Tensor | None" = None,
-    config: "MqaConfig | None" = None,
-    fp8_dot: "bool | None" = None,
+    out: torch.Tensor | None = None,
+    config: MqaConfig | None = None,
+    fp8_dot: bool | None = None,
 ) -> torch.Tensor:
     """FP8 MQA logits ``[M, N]`` fp32 for query i over keys ``[ks[i], ke[i])``.
 
@@ -211,8 +211,8 @@ def fp8_mqa_logits(
     return _run(q, kv, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits, out, config, fp8_dot)
 
 
-def _run(q, kv, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits: bool, out: "torch.Tensor | None",
-         config: "MqaConfig | None" = None, fp8_dot: "bool | None" = None) -> torch.Tensor:
+def _run(q, kv, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits: bool, out: torch.Tensor | None,
+         config: MqaConfig | None = None, fp8_dot: bool | None = None) -> torch.Tensor:
     """Validate and launch (the custom op's implementation)."""
     k, k_scale, m, n, heads, dim = _check_inputs(q, kv, weights, cu_seqlen_ks, cu_seqlen_ke)
     device = _fp8.check_launchable(q, k, k_scale, weights, cu_seqlen_ks, cu_seqlen_ke)
@@ -244,7 +244,7 @@ def _run(q, kv, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits: bool, out: "t
 
 def fp8_mqa_logits_reference(
     q: torch.Tensor,
-    kv: "tuple[torch.Tensor, torch.Tensor]",
+    kv: tuple[torch.Tensor, torch.Tensor],
     weights: torch.Tensor,
     cu_seqlen_ks: torch.Tensor,
     cu_seqlen_ke: torch.Tensor,

@@ -24,7 +24,6 @@ No ``from __future__ import annotations`` here: the op schemas are inferred from
 the annotations, which must be real types.
 """
 
-from typing import Optional
 
 import torch
 
@@ -49,10 +48,10 @@ def merge_attn_states(
     prefix_lse: torch.Tensor,
     suffix_output: torch.Tensor,
     suffix_lse: torch.Tensor,
-    output_lse: Optional[torch.Tensor] = None,
-    prefill_tokens_with_context: Optional[int] = None,
-    prefill_tokens_with_context_tensor: Optional[torch.Tensor] = None,
-    output_scale: Optional[torch.Tensor] = None,
+    output_lse: torch.Tensor | None = None,
+    prefill_tokens_with_context: int | None = None,
+    prefill_tokens_with_context_tensor: torch.Tensor | None = None,
+    output_scale: torch.Tensor | None = None,
     lse_layout: str = "auto",
 ) -> None:
     """Merge two partial attention results into ``output`` (and ``output_lse``).

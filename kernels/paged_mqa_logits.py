@@ -47,7 +47,7 @@ MIN_BLOCKS_PER_PROGRAM = 5
 
 
 def default_config(batch: int, next_n: int, heads: int, block_size: int, max_model_len: int,
-                   device: torch.device, max_blocks: "int | None" = None) -> PagedConfig:
+                   device: torch.device, max_blocks: int | None = None) -> PagedConfig:
     """Shape-only launch choice. ``max_blocks`` is the block-table width (a shape, default from max_model_len)."""
     rows = min(_launch.next_pow2(next_n), max(1, 128 // heads))
     row_tiles = _launch.cdiv(next_n, rows)
@@ -348,12 +348,12 @@ def fp8_paged_mqa_logits(
     context_lens: torch.Tensor,
     block_tables: torch.Tensor,
     *args: Any,
-    max_model_len: "int | None" = None,
+    max_model_len: int | None = None,
     clean_logits: bool = True,
     schedule_metadata: Any = None,
-    out: "torch.Tensor | None" = None,
-    config: "PagedConfig | None" = None,
-    fp8_dot: "bool | None" = None,
+    out: torch.Tensor | None = None,
+    config: PagedConfig | None = None,
+    fp8_dot: bool | None = None,
 ) -> torch.Tensor:
     """FP8 paged MQA logits, ``[B·next_n, max_model_len]`` fp32.
 
@@ -387,8 +387,8 @@ def fp8_paged_mqa_logits(
 
 
 def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, clean_logits: bool,
-         out: "torch.Tensor | None", config: "PagedConfig | None" = None,
-         fp8_dot: "bool | None" = None) -> torch.Tensor:
+         out: torch.Tensor | None, config: PagedConfig | None = None,
+         fp8_dot: bool | None = None) -> torch.Tensor:
     """Validate and launch (the custom op's implementation)."""
     batch, next_n, heads, dim, block_size = _check_inputs(q, kv_cache, weights, context_lens, block_tables)
     device = _fp8.check_launchable(q, kv_cache, weights, context_lens, block_tables)
@@ -424,7 +424,7 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
 # ----------------------------------------------------------------------------- reference
 
 
-def valid_mask(context_lens: torch.Tensor, next_n: int, length: int, limit: "int | None" = None) -> torch.Tensor:
+def valid_mask(context_lens: torch.Tensor, next_n: int, length: int, limit: int | None = None) -> torch.Tensor:
     """Boolean ``[B·next_n, length]``: which key positions each row may see."""
     batch = context_lens.shape[0]
     j = torch.arange(next_n, device=context_lens.device)
@@ -483,9 +483,9 @@ def fp8_paged_mqa_logits_reference(
 
 def make_inputs(
     batch: int, next_n: int, heads: int, dim: int, block_size: int, max_model_len: int,
-    lengths: "torch.Tensor | None" = None, *, seed: int = 0, device: Any = "cpu",
-    lens_2d: bool = False, shuffle: bool = True, block_stride: "int | None" = None,
-    extra_blocks: int = 3, avg_len: "int | None" = None, max_blocks: "int | None" = None,
+    lengths: torch.Tensor | None = None, *, seed: int = 0, device: Any = "cpu",
+    lens_2d: bool = False, shuffle: bool = True, block_stride: int | None = None,
+    extra_blocks: int = 3, avg_len: int | None = None, max_blocks: int | None = None,
 ) -> dict[str, Any]:
     """Random inputs for one call: FP8 q, a packed paged cache with shuffled physical blocks, weights, lengths.
 
@@ -538,7 +538,7 @@ def graphcheck_cases() -> list:
     """Declared cases for ``graphcheck audit graphcheck.kernels`` (tiny shapes for the interpreter)."""
     from graphcheck.case import Case
 
-    def case(name: str, next_n: int, lens_2d: bool, clean: bool = True, block_stride: "int | None" = None) -> Case:
+    def case(name: str, next_n: int, lens_2d: bool, clean: bool = True, block_stride: int | None = None) -> Case:
         def make(seed: int, device: Any) -> dict[str, Any]:
             # Same shapes for every seed; lengths and block ids differ.
             inputs = make_inputs(2, next_n, 16, 64, 16, 80, seed=seed, device=device, lens_2d=lens_2d,

@@ -200,7 +200,7 @@ def _functions(path: Path) -> dict[str, str]:
             if isinstance(n, ast.FunctionDef)}
 
 
-def _resolve(ref: str, code: str) -> tuple[Path, str, "Path | None"]:
+def _resolve(ref: str, code: str) -> tuple[Path, str, Path | None]:
     ref, _, data = ref.partition("@")
     path, _, func = ref.partition("::")
     return TESTS / path, func, (ROOT / data.format(code=code)) if data else None

@@ -35,7 +35,7 @@ def check_capture(
     isolate: bool = True,
     capture_error_mode: str = "global",
     device: int | None = None,
-) -> tuple[list["Finding"], list[str]]:
+) -> tuple[list[Finding], list[str]]:
     """Run the capture layer on ``case``: (findings with layer "capture", notes).
 
     Raises :class:`graphcheck.layers.LayerSkipped` when the layer cannot run at all

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 
 def xdist_worker_index(env: Mapping[str, str] | None = None) -> int | None:

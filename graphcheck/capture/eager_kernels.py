@@ -8,7 +8,8 @@ ATen kernels as demangled C++ signatures.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from graphcheck.capture.nodes import is_kernel_activity
 

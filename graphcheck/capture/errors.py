@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 #: CUDA runtime error number -> (enum name, the runtime's error string).
 CUDA_ERRORS: dict[int, tuple[str, str]] = {

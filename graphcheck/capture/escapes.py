@@ -25,7 +25,8 @@ import importlib.util
 import os
 import sys
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from graphcheck.capture.locations import Location, user_location
 

@@ -14,7 +14,8 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from graphcheck import rules
 from graphcheck.capture.locate import CaseRef

@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,7 +148,8 @@ def _bindings() -> tuple[Any, Any]:
     except ImportError:
         pass
     try:
-        from cuda import cuda as driver, cudart as runtime  # older layout
+        from cuda import cuda as driver  # older layout
+        from cuda import cudart as runtime
         return runtime, driver
     except ImportError as exc:
         raise GraphInspectionError(

@@ -8,7 +8,8 @@ extreme value for integers), so an element the replay never wrote is seen.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,7 +122,7 @@ def output_tensors(outputs: Any, names: Any, inputs: Mapping[str, Any]) -> dict[
     return {}
 
 
-def _leaves(value: Any) -> "tuple[list[Any], Any]":
+def _leaves(value: Any) -> tuple[list[Any], Any]:
     """The leaves of an argument and its container structure (tuples, lists, dicts of tensors)."""
     from torch.utils._pytree import tree_flatten
 

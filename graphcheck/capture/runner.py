@@ -12,7 +12,8 @@ from __future__ import annotations
 import contextlib
 import traceback
 import warnings
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from graphcheck import rules
 from graphcheck.capture import errors as cuda_err

@@ -27,7 +27,7 @@ class NullRecorder:
         self.launches: list[Any] = []
         self.ops: list[str] = []
 
-    def __enter__(self) -> "NullRecorder":
+    def __enter__(self) -> NullRecorder:
         return self
 
     def __exit__(self, *exc: Any) -> None:

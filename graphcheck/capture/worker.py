@@ -14,7 +14,8 @@ import json
 import os
 import sys
 import traceback
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def _write(path: str, payload: dict[str, Any]) -> None:
@@ -34,8 +35,8 @@ def _internal(case_name: str, exc: BaseException, stage: str) -> dict[str, Any]:
 
 
 def _eager_only(case: Any, device_type: str) -> tuple[list[Any], list[str]]:
-    from graphcheck.capture.runner import make_finding
     from graphcheck.capture.locations import exception_location, function_location
+    from graphcheck.capture.runner import make_finding
 
     try:
         case.fn(**case.inputs(0, device_type))

@@ -21,7 +21,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def emit(report: str, output: "str | None", prog: str, written_note: str) -> bool:
+def emit(report: str, output: str | None, prog: str, written_note: str) -> bool:
     """Write ``report`` to ``output`` (then ``written_note`` to stderr) or to stdout.
 
     Returns False, after printing why, when the file cannot be written.
@@ -53,7 +53,7 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-def output_problem(output: "str | None", inputs: "list[str]") -> "str | None":
+def output_problem(output: str | None, inputs: list[str]) -> str | None:
     """Why the report must not be written to ``output``: it would overwrite a source file (one of the
     inputs, or any existing Python/C++ file). None when it is fine."""
     if output is None:
@@ -116,7 +116,7 @@ def _silence_stdout() -> None:
         sys.stdout = open(os.devnull, "w")
 
 
-def main(argv: "list[str] | None" = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     if sys.stdout is None:
         sys.stdout = _ClosedStream()
     if sys.stderr is None:

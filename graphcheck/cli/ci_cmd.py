@@ -107,15 +107,14 @@ def step_summary(findings, n_files: int, n_cases: int, base: str, sarif: str | N
 def run(args: argparse.Namespace) -> int:
     from graphcheck import config as config_mod
     from graphcheck import gitdiff
-    from graphcheck.audit import AuditResult, run_cases
-    from graphcheck.targets import Target, add_cwd_to_path, case_source_for_file, declares_cases
-    from graphcheck.audit import verify_expectations
+    from graphcheck.audit import AuditResult, run_cases, verify_expectations
     from graphcheck.findings import at_or_above
     from graphcheck.lint.engine import lint_paths
     from graphcheck.lint.files import language_of
     from graphcheck.record.schema import MapError
     from graphcheck.report import render
     from graphcheck.report.audit_table import render_audit, to_dict
+    from graphcheck.targets import Target, add_cwd_to_path, case_source_for_file, declares_cases
 
     add_cwd_to_path()  # kernel modules in the working directory import as they would under `python -m`
 

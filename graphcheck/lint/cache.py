@@ -23,8 +23,8 @@ not fit is a miss (the file is linted again), never an empty result.
 from __future__ import annotations
 
 import hashlib
-import os
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -155,7 +155,7 @@ class LintCache:
         except Exception:  # missing, truncated, corrupt, from another version: start afresh
             self.entries = {}
 
-    def lookup(self, path: str, size: int, mtime_ns: int) -> "tuple[bool, str | None, int, list | None]":
+    def lookup(self, path: str, size: int, mtime_ns: int) -> tuple[bool, str | None, int, list | None]:
         """(stat matches, known digest, lines, findings); a digest without a stat match lets the caller re-hash."""
         entry = self.entries.get(path)
         if not valid_entry(entry):  # missing, or malformed: a miss, and the file is linted afresh

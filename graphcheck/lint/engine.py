@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from graphcheck import config as config_mod
 from graphcheck import expectations, rules
@@ -186,7 +187,7 @@ def _from_cache(data: dict[str, Any], display: str) -> Finding:
     return Finding.from_dict({**data, "evidence": evidence, "severity": severity, "path": display})
 
 
-def _default_excluded(found: Sequence[files_mod.SourceFile], paths: Sequence["str | os.PathLike[str]"],
+def _default_excluded(found: Sequence[files_mod.SourceFile], paths: Sequence[str | os.PathLike[str]],
                       patterns: Sequence[str]) -> set[str]:
     """Files under a linted directory whose path *below that directory* has a folder or a name matching
     the default excludes (tests, benchmarks, examples, docs). A path named on the command line is
@@ -230,9 +231,9 @@ def _run_tasks(tasks: list, options: _Options, jobs: int) -> list[dict[str, Any]
     return lint_pool.map_chunks(_lint_chunk, tasks, jobs, options)
 
 
-def lint_paths(paths: Sequence["str | os.PathLike[str]"], config: Config | None = None, *,
+def lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None = None, *,
                jobs: int | None = None, use_cache: bool = True, trust_stat: bool = True,
-               extra_roots: "Sequence[ExtraRoot]" = ()) -> LintResult:
+               extra_roots: Sequence[ExtraRoot] = ()) -> LintResult:
     """Lint every Python and C++ file under ``paths``.
 
     ``trust_stat=False`` never takes a cache entry on size and mtime alone: every file is read and its

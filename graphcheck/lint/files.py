@@ -28,7 +28,7 @@ import io
 import os
 import stat
 import tokenize
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from graphcheck import targets
 from graphcheck.config import Config, ConfigError
@@ -76,7 +76,7 @@ def open_regular(path: str) -> int:
     return fd
 
 
-def read_regular(path: str, limit: "int | None" = None) -> bytes:
+def read_regular(path: str, limit: int | None = None) -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` (see :func:`open_regular`)."""
     fd = open_regular(path)
     with os.fdopen(fd, "rb") as fh:
@@ -91,11 +91,11 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
-def _inside(path: str, roots: "tuple[str, ...]") -> bool:
+def _inside(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
 
-def leaves_project(abs_path: str, roots: "tuple[str, ...]") -> bool:
+def leaves_project(abs_path: str, roots: tuple[str, ...]) -> bool:
     """Whether ``abs_path`` is a symlink (or under a symlinked folder) whose target is outside ``roots``."""
     real = os.path.realpath(abs_path)
     return real != abs_path and not _inside(real, roots)
@@ -136,7 +136,7 @@ class _Excluder:
         return False
 
 
-def discover(paths: Sequence["str | os.PathLike[str]"], config: Config) -> Discovery:
+def discover(paths: Sequence[str | os.PathLike[str]], config: Config) -> Discovery:
     """Every lintable file under ``paths``, sorted and without duplicates.
 
     Raises ConfigError for a path that does not exist (or is empty).
@@ -205,7 +205,7 @@ def discover(paths: Sequence["str | os.PathLike[str]"], config: Config) -> Disco
     return Discovery(files, skipped, problems)
 
 
-def _walk(top: str, shown_top: str, excluded, roots: "tuple[str, ...]") -> Iterable[tuple[str, str, "str | None", "str | None"]]:
+def _walk(top: str, shown_top: str, excluded, roots: tuple[str, ...]) -> Iterable[tuple[str, str, str | None, str | None]]:
     """(absolute path, shown path, language, None) per file, or (path, shown, None, why) for what cannot
     be checked (an unreadable folder)."""
     errors: list[OSError] = []

@@ -9,7 +9,8 @@ redone in this process, one task at a time, so nothing is lost.
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 SERIAL_BELOW = 50  # fewer tasks than this run in-process: a pool costs more than it saves
 

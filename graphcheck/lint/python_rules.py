@@ -23,7 +23,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from graphcheck import rules
 from graphcheck.findings import Finding
@@ -72,7 +73,7 @@ _TIME_FUNCS = {"time.time", "time.perf_counter", "time.monotonic", "time.process
 
 
 def lint_python(source: str, path: str, *, all_functions: bool = False,
-                entry_points: Sequence[str] = (), context: "dict[str, Any] | None" = None) -> list[Finding]:
+                entry_points: Sequence[str] = (), context: dict[str, Any] | None = None) -> list[Finding]:
     """Static findings for one Python source text. Never raises.
 
     ``context`` (from ``ProjectIndex.context(...).to_dict()``) replaces the
@@ -153,7 +154,7 @@ def _tool_finding(code: str, path: str, line: int, col: int, message: str) -> Fi
 
 class _Linter:
     def __init__(self, tree: ast.Module, source: str, path: str, all_functions: bool,
-                 entry_points: Sequence[str], context: "dict[str, Any] | None" = None) -> None:
+                 entry_points: Sequence[str], context: dict[str, Any] | None = None) -> None:
         self.source = source
         self.lines = _LINE_BREAK.split(source)  # the line breaks the tokenizer knows, unlike splitlines()
         self.path = path

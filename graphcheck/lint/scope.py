@@ -19,7 +19,7 @@ import bisect
 import dataclasses
 import re
 from collections import deque
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from graphcheck.lint.aliases import Aliases
 
@@ -59,8 +59,8 @@ class FuncInfo:
     qualname: str
     owner_class: str | None  # class of the nearest enclosing method
     is_method: bool
-    parent: "FuncInfo | None"
-    children: list["FuncInfo"] = dataclasses.field(default_factory=list)
+    parent: FuncInfo | None
+    children: list[FuncInfo] = dataclasses.field(default_factory=list)
     is_kernel: bool = False
     root_reason: str | None = None  # why a decorator makes it capture-reachable
     _own: list[ast.AST] | None = None

@@ -28,7 +28,8 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from typing import Iterable, Mapping, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 from graphcheck.findings import Finding
 
@@ -102,7 +103,7 @@ def expect_markers(source: str, language: str) -> dict[int, list[Expectation]]:
     return out
 
 
-def _marker_codes(rest: str) -> "tuple[frozenset[str], str | None]":
+def _marker_codes(rest: str) -> tuple[frozenset[str], str | None]:
     """The codes of one ``ignore`` marker from the text after the word ``ignore``: (codes, problem).
 
     A malformed marker gives an empty set (it suppresses nothing) and the problem.
@@ -140,7 +141,7 @@ def _shown(text: str, limit: int = 30) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-def parse_markers(comment: str) -> "list[tuple[frozenset[str], str | None]]":
+def parse_markers(comment: str) -> list[tuple[frozenset[str], str | None]]:
     """Every ``graphcheck: ignore`` marker of a comment: (codes it suppresses, problem or None)."""
     found = []
     for m in _MARKER.finditer(comment):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from graphcheck.lint.aliases import Aliases
 from graphcheck.lint.scope import FuncInfo, ModuleIndex

@@ -19,7 +19,8 @@ for declared cases.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from graphcheck.findings import Finding
 from graphcheck.record.capture_recorder import caller_location

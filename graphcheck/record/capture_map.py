@@ -9,7 +9,8 @@ import os
 import re
 import sys
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from graphcheck.findings import Finding
 from graphcheck.record.schema import SCHEMA_NAME, SCHEMA_VERSION, MapError, validate
@@ -190,7 +191,7 @@ class CaptureMap:
     root: str
 
     @classmethod
-    def load(cls, path: str) -> "CaptureMap":
+    def load(cls, path: str) -> CaptureMap:
         try:
             with open(path, encoding="utf-8") as fh:
                 data = json.load(fh)

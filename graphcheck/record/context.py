@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from graphcheck.record import capture_map, hooks
 from graphcheck.record.session import Session
 
 
 @contextlib.contextmanager
-def recording(path: "str | None" = "capture-map.json", *, root: "str | None" = None,
+def recording(path: str | None = "capture-map.json", *, root: str | None = None,
               graphs_module: object = None) -> Iterator[Session]:
     """Record every CUDA-graph capture made inside the block.
 

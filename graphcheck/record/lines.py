@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from graphcheck.trace.frames import is_user_file
 

@@ -23,7 +23,8 @@ import ast
 import dataclasses
 import os
 from collections import deque
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from graphcheck.findings import Finding
 from graphcheck.record.capture_map import CaptureMap

@@ -11,7 +11,7 @@ finding objects), ``sarif`` (SARIF 2.1.0 for code scanning) and ``github``
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from graphcheck.findings import Finding
 from graphcheck.report.summary import Summary, Table

@@ -11,10 +11,11 @@ annotations carry the findings only (their formats have no place for a pass).
 from __future__ import annotations
 
 import io
-from graphcheck.report import strict_json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from graphcheck.findings import Finding
+from graphcheck.report import strict_json
 from graphcheck.report.summary import Summary, Table
 from graphcheck.report.text import plain_table
 

@@ -8,7 +8,7 @@ summary. Editors' problem matchers read the same shape as flake8's output.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from graphcheck.findings import Finding
 from graphcheck.report.escape import printable

@@ -18,7 +18,7 @@ _UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202
 _COMMAND = re.compile(r"^(\s*)(::|##\[)")
 
 
-def _visible(match: "re.Match[str]") -> str:
+def _visible(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 

@@ -9,7 +9,7 @@ still list them.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from graphcheck import rules
 from graphcheck.findings import Finding

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from graphcheck.report import strict_json
-from typing import Sequence
+from collections.abc import Sequence
 
 from graphcheck.findings import Finding
+from graphcheck.report import strict_json
 
 
 def render_json(findings: Sequence[Finding]) -> str:

@@ -11,8 +11,9 @@ suppression, so code scanning lists it as suppressed rather than open.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 from urllib.parse import quote
 
 from graphcheck import rules

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from graphcheck.findings import Finding, Severity
 

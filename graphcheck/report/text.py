@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from graphcheck.findings import Finding
 from graphcheck.report import source

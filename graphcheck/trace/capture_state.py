@@ -28,7 +28,8 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 _lock = threading.Lock()
 _depth = 0

@@ -9,7 +9,8 @@ differently shaped inputs and blame the kernel.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from graphcheck.case import Case
 from graphcheck.findings import Finding

@@ -15,7 +15,8 @@ import contextlib
 import math
 import signal
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 
 class CaseTimeout(BaseException):

@@ -11,7 +11,8 @@ that both wrap through :func:`wrap`; neither imports the other's internals.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _local = threading.local()
 _saved: list[tuple[Any, str, Any]] = []

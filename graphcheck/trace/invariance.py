@@ -8,7 +8,8 @@ tensor values: a graph captured with one input replays it for every other.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from graphcheck.findings import Finding
 from graphcheck.rules import make_finding

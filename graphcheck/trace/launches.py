@@ -22,7 +22,8 @@ import contextlib
 import inspect
 import os
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from graphcheck.trace import hooks
 from graphcheck.trace.frames import user_location
@@ -115,7 +116,7 @@ def describe(fn: Any, args: tuple, kwargs: dict, grid: Any) -> dict[str, Any]:
     scalars: dict[str, Any] = {}
     tensors: dict[str, Any] = {}
     for name, value in meta.items():
-        if hasattr(value, "data_ptr") and callable(getattr(value, "data_ptr")):
+        if hasattr(value, "data_ptr") and callable(value.data_ptr):
             tensors[name] = value
         elif _is_constexpr_annotation(params[name].annotation):
             constexprs[name] = _plain(value)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import sys
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from graphcheck.trace import patches
 from graphcheck.trace.frames import Location, source_line, user_location
@@ -137,7 +138,7 @@ class Recorder:
 
         return _Mode()
 
-    def __enter__(self) -> "Recorder":
+    def __enter__(self) -> Recorder:
         patches.acquire()
         patches.push(self)
         self._mode = self.new_mode()

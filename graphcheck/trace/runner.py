@@ -18,9 +18,9 @@ from graphcheck.case import Case
 from graphcheck.findings import Finding
 from graphcheck.rules import make_finding
 from graphcheck.trace import contract, invariance, outputs
-from graphcheck.trace.frames import Location, function_location, traceback_location
 from graphcheck.trace.capture_state import as_captured
 from graphcheck.trace.deadline import CaseTimeout, deadline
+from graphcheck.trace.frames import Location, function_location, traceback_location
 from graphcheck.trace.recorder import Recorder
 
 #: what a case's own exception may be: ``sys.exit()`` in a case is the case's error, not the end of the

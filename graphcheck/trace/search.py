@@ -21,7 +21,8 @@ import dataclasses
 import math
 import os
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 SMALL = 64  # tensors up to this many elements are searched element by element
 _LENGTH_NAMES = re.compile(r"len|length|count|num_|^n_|_n$|size|seq|tokens|pos", re.I)

@@ -28,7 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 STDERR_TAIL = 3000
 #: extra time a task gets when its worker is still starting (importing torch, initialising CUDA)
@@ -56,7 +57,7 @@ class Slot:
     label: str = "cpu"
 
     @classmethod
-    def of(cls, label: str = "cpu", **env: str) -> "Slot":
+    def of(cls, label: str = "cpu", **env: str) -> Slot:
         return cls(tuple(sorted(env.items())), label)
 
 
@@ -239,7 +240,7 @@ class WorkerPool:
         #: workers replaced after a fault (for statistics)
         self.replaced = 0
 
-    def __enter__(self) -> "WorkerPool":
+    def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -16,7 +16,8 @@ import glob
 import os
 import sys
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from graphcheck import rules
 from graphcheck.findings import Finding

@@ -9,13 +9,12 @@ import concurrent.futures
 import inspect
 
 import pytest
+from capture_helpers import load_module
 
 from graphcheck.capture import check_capture
 from graphcheck.expectations import can_report, owed_by
 from graphcheck.findings import Severity
 from graphcheck.lint.suppress import expect_markers
-
-from capture_helpers import load_module
 
 pytestmark = pytest.mark.gpu
 

@@ -1,13 +1,12 @@
 """Subprocess isolation on the CPU: a case that raises, aborts, exits or hangs costs only itself."""
 
 import signal
-import time
+
+from capture_helpers import load_module
 
 import graphcheck
 from graphcheck.capture.isolate import describe_exit, run_in_subprocess
 from graphcheck.capture.locate import CaseRef, case_reference, load_case
-
-from capture_helpers import load_module
 
 CASES = load_module("tests/capture/cpu_cases.py", "graphcheck_capture_cpu_cases")
 LOC = ("cases.py", 1, None)

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from kernel_repo import ITEM_LINE, OPS
 
 from graphcheck.cli import main
 from graphcheck.report.audit_table import DECLARE_EXAMPLE
-from kernel_repo import ITEM_LINE, OPS
 
 ZOO_ITEM = Path(__file__).resolve().parents[2] / "examples" / "hazards" / "item_in_wrapper.py"
 

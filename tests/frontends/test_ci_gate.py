@@ -6,10 +6,10 @@ import json
 import subprocess
 
 import pytest
+from kernel_repo import OPS
 
 from graphcheck.cli import main
 from graphcheck.gitdiff import parse_unified_zero
-from kernel_repo import OPS
 
 WRAPPER = '''\
 import triton

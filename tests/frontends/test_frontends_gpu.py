@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from kernel_repo import ITEM_LINE, OPS
 
 pytestmark = pytest.mark.gpu

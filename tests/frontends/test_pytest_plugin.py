@@ -7,7 +7,6 @@ import sys
 import textwrap
 
 import pytest
-
 from kernel_repo import ITEM_LINE, OPS
 
 pytest_plugins = ("pytester",)

@@ -97,7 +97,7 @@ def aggregate_diff(out: torch.Tensor, ref: torch.Tensor, valid: torch.Tensor) ->
     return float(1 - 2 * (x * y).sum() / (x * x + y * y).sum())
 
 
-def check(out: torch.Tensor, exp: Expected, *, cleaned: bool = True, eps: "float | None" = None,
+def check(out: torch.Tensor, exp: Expected, *, cleaned: bool = True, eps: float | None = None,
           bar: float = DIFF_BAR) -> dict:
     """Assert ``out`` matches ``exp`` element-wise within ``eps · B``, in aggregate, and in its -inf mask.
 
@@ -150,7 +150,7 @@ def block_span(exp: Expected, row: int, block: int) -> slice:
 
 
 def corrupt_block(out: torch.Tensor, exp: Expected, row: int, block: int, how: str,
-                  neighbour: "torch.Tensor | None" = None) -> torch.Tensor:
+                  neighbour: torch.Tensor | None = None) -> torch.Tensor:
     """A copy of ``out`` with one 64-key block of one row broken the way a wrong kernel would break it.
 
     ``neighbour_page`` takes that block's values from ``neighbour``: the same kernel run on

@@ -16,6 +16,9 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+from merge_attn_states_util import check_against_reference, make_inputs  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
 import graphcheck.kernels.merge_attn as mas  # noqa: E402
 from graphcheck.kernels import (  # noqa: E402
     fp8_mqa_logits,
@@ -27,8 +30,6 @@ from graphcheck.kernels import (  # noqa: E402
     ops,
     paged_mqa_logits,
 )
-from merge_attn_states_util import check_against_reference, make_inputs  # noqa: E402
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 G = torch.ops.graphcheck

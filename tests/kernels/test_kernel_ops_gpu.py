@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from merge_attn_states_util import make_inputs
 
 import graphcheck.kernels.merge_attn as mas
 from graphcheck.kernels import (
@@ -17,7 +18,6 @@ from graphcheck.kernels import (
     mqa_logits,
     paged_mqa_logits,
 )
-from merge_attn_states_util import make_inputs
 
 pytestmark = pytest.mark.gpu
 

@@ -15,7 +15,6 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import graphcheck.kernels.merge_attn as mas  # noqa: E402
 from merge_attn_states_util import (  # noqa: E402
     TOLERANCES,
     check_against_reference,
@@ -23,6 +22,8 @@ from merge_attn_states_util import (  # noqa: E402
     padding_untouched,
     reference,
 )
+
+import graphcheck.kernels.merge_attn as mas  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -7,7 +7,6 @@ import itertools
 
 import pytest
 import torch
-
 from merge_attn_states_util import check_against_reference, make_inputs, padding_untouched
 
 pytestmark = pytest.mark.gpu

@@ -15,8 +15,9 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import graphcheck.kernels.merge_attn as mas  # noqa: E402
 from merge_attn_states_util import check_against_reference, make_inputs  # noqa: E402
+
+import graphcheck.kernels.merge_attn as mas  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -14,10 +14,9 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from graphcheck.kernels import _fp8, fp8_mqa_logits, fp8_paged_mqa_logits  # noqa: E402
-from graphcheck.kernels import mqa_logits, paged_mqa_logits  # noqa: E402
-
 import mqa_check  # noqa: E402
+
+from graphcheck.kernels import _fp8, fp8_mqa_logits, fp8_paged_mqa_logits, mqa_logits, paged_mqa_logits  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

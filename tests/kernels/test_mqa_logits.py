@@ -14,16 +14,18 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
 from graphcheck.kernels import (  # noqa: E402 - the interpreter flag must be set first
+    _fp8,
     fp8_mqa_logits,
     fp8_mqa_logits_reference,
     fp8_paged_mqa_logits,
     fp8_paged_mqa_logits_reference,
+    mqa_logits,
+    paged_mqa_logits,
 )
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-
-from graphcheck.kernels import _fp8, mqa_logits, paged_mqa_logits  # noqa: E402
 from graphcheck.kernels._fp8 import decode_e4m3  # noqa: E402
 from graphcheck.kernels.mqa_logits import MqaConfig  # noqa: E402
 from graphcheck.kernels.paged_mqa_logits import PagedConfig  # noqa: E402

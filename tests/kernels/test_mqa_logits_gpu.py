@@ -5,21 +5,21 @@ capture with replay on new values.
 
 from __future__ import annotations
 
+import mqa_check
 import pytest
 import torch
+from mqa_check import mqa_expected, paged_expected
 
 from graphcheck.kernels import (
     fp8_mqa_logits,
     fp8_mqa_logits_reference,
     fp8_paged_mqa_logits,
     fp8_paged_mqa_logits_reference,
+    mqa_logits,
+    paged_mqa_logits,
 )
-from graphcheck.kernels import mqa_logits, paged_mqa_logits
 from graphcheck.kernels.mqa_logits import MqaConfig
 from graphcheck.kernels.paged_mqa_logits import PagedConfig
-
-import mqa_check
-from mqa_check import mqa_expected, paged_expected
 
 pytestmark = pytest.mark.gpu
 

@@ -34,7 +34,7 @@ def user_cache(tree: Path) -> Path:
     return cache_mod.cache_dir(tree)
 
 
-def write(path: Path, text: "str | bytes") -> Path:
+def write(path: Path, text: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(text, bytes):
         path.write_bytes(text)

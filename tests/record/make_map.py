@@ -16,9 +16,9 @@ sys.path.insert(0, os.path.join(HERE, "fixture"))
 
 
 def main() -> None:
+    import step
     import torch
 
-    import step
     from graphcheck.record import capture_map
     from graphcheck.record.session import Session
     from graphcheck.trace.launches import interpreter_route

@@ -16,14 +16,14 @@ def env(**extra: str) -> dict[str, str]:
     return out
 
 
-def graphcheck(*args: str, cwd: "str | Path", timeout: float = 60, input: "bytes | None" = None,
-               extra_env: "dict[str, str] | None" = None, **kwargs) -> subprocess.CompletedProcess:
+def graphcheck(*args: str, cwd: str | Path, timeout: float = 60, input: bytes | None = None,
+               extra_env: dict[str, str] | None = None, **kwargs) -> subprocess.CompletedProcess:
     """``graphcheck ARGS`` in a child process; raises TimeoutExpired on a hang (a test failure)."""
     return subprocess.run([sys.executable, "-m", "graphcheck", *args], cwd=cwd, capture_output=True,
                           timeout=timeout, input=input, env=env(**(extra_env or {})), **kwargs)
 
 
-def git(cwd: "str | Path", *args: str) -> str:
+def git(cwd: str | Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 

@@ -88,9 +88,8 @@ def test_github_annotation_escapes_controls():
 
 def test_audit_rich_table_keeps_bracketed_case_names():
     from graphcheck.audit import AuditResult, CaseResult, Target
-    from graphcheck.report.audit_table import render_audit
-
     from graphcheck.layers import LayerResult, LayerStatus
+    from graphcheck.report.audit_table import render_audit
 
     class Report:
         layers = {"trace": LayerResult(LayerStatus.PASS)}

@@ -19,8 +19,11 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from graphcheck.kernels import fp8_paged_mqa_logits, fp8_paged_mqa_logits_reference  # noqa: E402
-from graphcheck.kernels import paged_mqa_logits  # noqa: E402
+from graphcheck.kernels import (  # noqa: E402
+    fp8_paged_mqa_logits,
+    fp8_paged_mqa_logits_reference,
+    paged_mqa_logits,
+)
 from graphcheck.kernels.paged_mqa_logits import PagedConfig  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import inspect
 
-import pytest
 import torch
 import triton
 import triton.language as tl
 
-from graphcheck.trace.recorder import Recorder
 from graphcheck.trace.launches import interpreter_route
+from graphcheck.trace.recorder import Recorder
 
 
 def _line_of(fn, needle):

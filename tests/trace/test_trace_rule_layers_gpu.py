@@ -6,10 +6,9 @@ import inspect
 
 import pytest
 import torch
+from test_trace_rule_layers import _copy
 
 from graphcheck.trace.recorder import Recorder
-
-from test_trace_rule_layers import _copy
 
 pytestmark = pytest.mark.gpu
 
