@@ -86,7 +86,8 @@ def main() -> None:
                     measured.append({"tree": path, "mode": label, "all_functions": all_functions, "load1": load, **r})
             rows.extend(measured)
 
-    print(f"{env['cpus']} CPUs, jobs={args.jobs}, Python {env['python']}, graphcheck {env['graphcheck']}, {env['date']}")
+    print(f"{env['cpus']} CPUs, jobs={args.jobs}, Python {env['python']}, graphcheck {env['graphcheck']}, "
+          f"{env['date']}")
     header = (f"{'tree':<28}{'mode':<22}{'all-fn':<8}{'files':>7}{'lines':>10}{'wall s':>9}{'lines/s':>11}"
               f"{'peak MB':>9}{'cached':>8}{'load':>6}  GC0xx")
     print(header)

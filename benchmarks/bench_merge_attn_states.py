@@ -128,7 +128,8 @@ def main(argv=None) -> int:
         if cref is not None:
             try:
                 compiled_calls = [
-                    (lambda s: (lambda: cref(s["prefix_output"], s["prefix_lse"], s["suffix_output"], s["suffix_lse"])))(s)
+                    (lambda s: (lambda: cref(s["prefix_output"], s["prefix_lse"],
+                                             s["suffix_output"], s["suffix_lse"])))(s)
                     for s in sets
                 ]
                 compiled_calls[0]()
@@ -143,8 +144,8 @@ def main(argv=None) -> int:
     common.print_table(
         f"merge_attn_states, H={H}, D={D}, [H, N] LSE, copy bandwidth {copy_gbs:.0f} GB/s",
         rows,
-        ["N", "dtype", "MB", "ours_ms", "ours_per_call_us", "graph_per_call_us", "host_us", "floor_ms", "GB/s", "frac_copy",
-         "frac_floor_graph", "eager_ms", "eager_graph_us", "compile_ms", "compile_graph_us"],
+        ["N", "dtype", "MB", "ours_ms", "ours_per_call_us", "graph_per_call_us", "host_us", "floor_ms", "GB/s",
+         "frac_copy", "frac_floor_graph", "eager_ms", "eager_graph_us", "compile_ms", "compile_graph_us"],
     )
 
     sweep_rows = sweep(mas, torch, copy_gbs, args.quick) if args.sweep else []

@@ -8,8 +8,8 @@ SKV = 8192 and 32768 keys, H = 64, D = 128, query i sees keys [0, SKV - M + i].
 
 For each shape: our kernel with clean_logits True and False, the eager PyTorch
 reference and ``torch.compile`` of it (decode: both also timed inside a CUDA
-graph); achieved TFLOPS and GB/s; and the fraction of the bandwidth floor. Decode times are device time per call inside a
-CUDA graph (how engines run the decode step; many decode calls are shorter
+graph); achieved TFLOPS and GB/s; and the fraction of the bandwidth floor. Decode times are
+device time per call inside a CUDA graph (how engines run the decode step; many decode calls are shorter
 than the wrapper's host-side launch, so event-timed single calls would time the
 host); the event-timed call (``ours_event_ms``) and the wrapper's host cost
 (``host_us``) are reported next to it. The floor is bytes / copy bandwidth (measured in
@@ -350,8 +350,8 @@ def main() -> int:
     common.print_table(
         "FP8 MQA logits (prefill), H=64 D=128, causal key ranges",
         [r for r in rows if r["kernel"] == "mqa"],
-        ["shape", "ours_ms", "ours_unclean_ms", "TFLOPS", "TFLOPS_unclean", "GB/s", "host_us", "eager_ms", "compiled_ms",
-         "speedup_eager", "speedup_compiled", "sweep_best_ms", "ref_note"],
+        ["shape", "ours_ms", "ours_unclean_ms", "TFLOPS", "TFLOPS_unclean", "GB/s", "host_us", "eager_ms",
+         "compiled_ms", "speedup_eager", "speedup_compiled", "sweep_best_ms", "ref_note"],
     )
     if args.sweep:
         print("\nbest configurations:")

@@ -64,9 +64,10 @@ def assert_graph_safe(case_or_fn: Case | Callable[..., Any],
 
     ``gpu``: ``"auto"`` (capture layer where CUDA exists, skipped otherwise),
     ``"off"`` (GPU-free layers only) or ``"required"`` (a RuntimeError without
-    CUDA); a :class:`graphcheck.layers.GpuMode` works too. ``fail_on``: the lowest severity that fails (``error``, ``warning``,
-    ``info``). Other keyword arguments (``atol``, ``rtol``, ``cpu_ok``) go to
-    the :class:`Case` built for a bare function. Returns the report when safe.
+    CUDA); a :class:`graphcheck.layers.GpuMode` works too. ``fail_on``: the
+    lowest severity that fails (``error``, ``warning``, ``info``). Other keyword
+    arguments (``atol``, ``rtol``, ``cpu_ok``) go to the :class:`Case` built for
+    a bare function. Returns the report when safe.
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this function's
     from graphcheck.api import check

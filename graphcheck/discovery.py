@@ -138,7 +138,8 @@ def cases_of(module: ModuleType, source: str, contained: bool = False) -> Discov
         value = getattr(module, attr)
         if attr == "graphcheck_cases":
             if not callable(value):
-                findings.append(_finding("GC005", "graphcheck_cases must be a function returning a list of graphcheck.Case",
+                findings.append(_finding("GC005", "graphcheck_cases must be a function returning a list of "
+                                                  "graphcheck.Case",
                                          path, line))
                 continue
             try:

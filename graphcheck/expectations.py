@@ -97,10 +97,12 @@ def missing_static(findings: Iterable[Finding], path: str, *, source: str, langu
                                   "(`graphcheck rules` lists them)", path, line, "static", expected=e.code))
                 continue
             bad = sorted((e.layers or frozenset()) - set(LAYERS))
-            never = sorted(layer for layer in (e.layers or ()) if layer in LAYERS and not can_report(e, layer, language))
+            never = sorted(layer for layer in (e.layers or ())
+                           if layer in LAYERS and not can_report(e, layer, language))
             if bad or never:
                 what = (f"unknown layer {', '.join(bad)} (expected {', '.join(LAYERS)})" if bad else
-                        f"the {' and '.join(never)} layer{'s' if len(never) > 1 else ''} never report{'' if len(never) > 1 else 's'} "
+                        f"the {' and '.join(never)} layer{'s' if len(never) > 1 else ''} never "
+                        f"report{'' if len(never) > 1 else 's'} "
                         f"{e.code} in {language} files")
                 out.append(_gc008(f"`graphcheck: expect[{e.code}@...]`: {what}", path, line, "static",
                                   expected=e.code))

@@ -266,14 +266,17 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
     if prefix_output.dtype not in _INPUT_DTYPES:
         raise TypeError(f"prefix_output must be float32, float16 or bfloat16, got {prefix_output.dtype}")
     if suffix_output.dtype != prefix_output.dtype:
-        raise TypeError(f"suffix_output dtype {suffix_output.dtype} differs from prefix_output dtype {prefix_output.dtype}")
+        raise TypeError(f"suffix_output dtype {suffix_output.dtype} differs from prefix_output dtype "
+                        f"{prefix_output.dtype}")
     fp8 = output.dtype == _FP8
     if output_scale is not None and not fp8:
-        raise ValueError(f"output_scale is given but output is {output.dtype}; it applies only to a float8_e4m3fn output")
+        raise ValueError(f"output_scale is given but output is {output.dtype}; it applies only to a float8_e4m3fn "
+                         "output")
     if fp8 and output_scale is None:
         raise ValueError("output is float8_e4m3fn but no output_scale is given")
     if not fp8 and output.dtype != prefix_output.dtype:
-        raise TypeError(f"output dtype {output.dtype} must equal the input dtype {prefix_output.dtype} (or be float8_e4m3fn with output_scale)")
+        raise TypeError(f"output dtype {output.dtype} must equal the input dtype {prefix_output.dtype} (or be "
+                        "float8_e4m3fn with output_scale)")
     n, h, d = prefix_output.shape
     layout = _resolve_layout(lse_layout, prefix_lse, n, h)
     lse_shape = (h, n) if layout == "hn" else (n, h)
@@ -291,7 +294,8 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
         limit_mode = _LIMIT_PTR
     elif limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int):
-            raise TypeError(f"prefill_tokens_with_context must be None, an int or an integer tensor, got {type(limit).__name__}")
+            raise TypeError("prefill_tokens_with_context must be None, an int or an integer tensor, got "
+                            f"{type(limit).__name__}")
         limit_mode = _LIMIT_INT
     if output_scale is not None:
         if not isinstance(output_scale, torch.Tensor):
@@ -322,7 +326,8 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
     constexprs = dict(HEAD_SIZE=d, BLOCK_D=_launch.next_pow2(max(1, d)), ROWS=rows,
                       HEAD_MAJOR=bool(head_major), HAS_OUT_LSE=output_lse is not None,
                       LIMIT_MODE=limit_mode, FP8_OUT=fp8, FP8_MAX=_FP8_MAX,
-                      LOAD_FIRST=rows * _launch.next_pow2(max(1, d)) * prefix_output.dtype.itemsize <= _LOAD_FIRST_BYTES)
+                      LOAD_FIRST=(rows * _launch.next_pow2(max(1, d)) * prefix_output.dtype.itemsize
+                                  <= _LOAD_FIRST_BYTES))
     grid = (_launch.cdiv(n * h, rows),)
     return _Plan(grid, strides, constexprs, num_warps, limit_mode, n, h, n * h * d == 0)
 

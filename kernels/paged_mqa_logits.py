@@ -333,7 +333,8 @@ def _check_inputs(q, kv_cache, weights, context_lens, block_tables) -> tuple[int
     if context_lens.dtype != torch.int32:
         raise TypeError(f"context_lens must be int32, got {context_lens.dtype}")
     if tuple(context_lens.shape) not in ((batch,), (batch, next_n)):
-        raise ValueError(f"context_lens must be [B] or [B, next_n] = [{batch}, {next_n}], got {list(context_lens.shape)}")
+        raise ValueError(f"context_lens must be [B] or [B, next_n] = [{batch}, {next_n}], got "
+                         f"{list(context_lens.shape)}")
     if block_tables.dtype != torch.int32:
         raise TypeError(f"block_tables must be int32, got {block_tables.dtype}")
     if block_tables.dim() != 2 or block_tables.shape[0] != batch or block_tables.shape[1] < 1:

@@ -25,8 +25,8 @@ def test_salt_separates_tensors_of_one_seed():
 
 def test_lengths_within_bounds_and_seeded():
     lens = [inputs.rand_lengths(s, 64, 3, 9) for s in range(4)]
-    assert all(l.dtype == torch.int32 and l.shape == (64,) for l in lens)
-    assert all(int(l.min()) >= 3 and int(l.max()) <= 9 for l in lens)
+    assert all(t.dtype == torch.int32 and t.shape == (64,) for t in lens)
+    assert all(int(t.min()) >= 3 and int(t.max()) <= 9 for t in lens)
     assert set(torch.cat(lens).tolist()) == set(range(3, 10))  # both bounds are reachable
     assert not torch.equal(lens[0], lens[1]) and torch.equal(lens[0], inputs.rand_lengths(0, 64, 3, 9))
 

@@ -41,7 +41,9 @@ CUDA_ERRORS: dict[int, tuple[str, str]] = {
 #: Errors after which the CUDA context is unusable: the rest of the case cannot run.
 STICKY_ERRORS = frozenset({700, 710, 714, 715, 716, 717, 718, 719})
 
-PINNED_COPY_MESSAGE = "Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned"
+PINNED_COPY_MESSAGE = (
+    "Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned"
+)
 
 _BY_TEXT = sorted(((text.lower(), num) for num, (_, text) in CUDA_ERRORS.items()), key=lambda p: -len(p[0]))
 _NUMBER = re.compile(r"\b(?:error|code)\s*[:=#]?\s*\(?(\d{3})\b", re.IGNORECASE)

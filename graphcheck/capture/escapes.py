@@ -165,8 +165,9 @@ def attribute(kernel: str, triton_launches: list[Any], notes: list[LaunchNote], 
     def off(stream: int | None) -> bool:
         return stream is not None and stream != capture_stream
 
-    triton = [LaunchNote(str(getattr(l, "kernel", "")), Location(l.path, int(l.line), getattr(l, "function", None)),
-                         getattr(l, "stream", None), "triton") for l in triton_launches]
+    triton = [LaunchNote(str(getattr(launch, "kernel", "")),
+                         Location(launch.path, int(launch.line), getattr(launch, "function", None)),
+                         getattr(launch, "stream", None), "triton") for launch in triton_launches]
     seen = triton + [n for n in notes if n.via == "cupy"]
     for note in seen:  # the kernel by name, on another stream
         if off(note.stream) and note.kernel and (note.kernel in kernel or kernel in note.kernel):

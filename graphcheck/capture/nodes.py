@@ -205,7 +205,8 @@ def _kernel_node(runtime: Any, driver: Any, node: Any) -> GraphNode:
     grid = block = None
     smem = None
     try:
-        params = _unwrap("cuGraphKernelNodeGetParams", driver.cuGraphKernelNodeGetParams(driver.CUgraphNode(_as_int(node))))
+        params = _unwrap("cuGraphKernelNodeGetParams",
+                         driver.cuGraphKernelNodeGetParams(driver.CUgraphNode(_as_int(node))))
         grid = (int(params.gridDimX), int(params.gridDimY), int(params.gridDimZ))
         block = (int(params.blockDimX), int(params.blockDimY), int(params.blockDimZ))
         smem = int(params.sharedMemBytes)

@@ -111,7 +111,8 @@ def output_tensors(outputs: Any, names: Any, inputs: Mapping[str, Any]) -> dict[
             if isinstance(inputs[n], torch.Tensor):
                 named[n] = inputs[n]
             else:
-                named.update((f"{n}[{i}]", t) for i, t in enumerate(_leaves(inputs[n])[0]) if isinstance(t, torch.Tensor))
+                named.update((f"{n}[{i}]", t) for i, t in enumerate(_leaves(inputs[n])[0])
+                             if isinstance(t, torch.Tensor))
         return named
     if isinstance(outputs, torch.Tensor):
         return {"return": outputs}

@@ -293,7 +293,8 @@ class CaptureRun:
             self.skipped.append(f"{self.case.name}: graph inspection unavailable: {exc}")
         empty_warnings = [w for w in warnings_seen if EMPTY_GRAPH_WARNING in w.lower()]
         launches = list(getattr(rec, "launches", []))
-        launched = list(eager_names) if eager_names is not None else [getattr(l, "kernel", "") for l in launches]
+        launched = (list(eager_names) if eager_names is not None
+                    else [getattr(launch, "kernel", "") for launch in launches])
         graph_empty = nodes == [] or (nodes is None and bool(empty_warnings))
         node_evidence = summarize(nodes) if nodes is not None else None
         self.graph_empty = graph_empty
@@ -325,8 +326,8 @@ class CaptureRun:
             for kernel in escaped_kernels(eager_names, nodes):
                 loc, said, where = locate(kernel)
                 if loc is None:
-                    loc = next((Location(l.path, int(l.line), getattr(l, "function", None)) for l in launches
-                                if kernel in str(getattr(l, "kernel", ""))), None)
+                    loc = next((Location(launch.path, int(launch.line), getattr(launch, "function", None))
+                                for launch in launches if kernel in str(getattr(launch, "kernel", ""))), None)
                 why = f": {said}; it ran once at capture and is not in the graph" if said else \
                     ": it escaped to another stream"
                 self.add("GC203", f"kernel {kernel!r} ran in the eager call of case {self.case.name!r} but is not in "
@@ -400,7 +401,8 @@ class CaptureRun:
                 self._search_replay(graph, captured, outs, rec)
 
     def _search_replay(self, graph: Any, captured: dict[str, Any], outs: dict[str, Any], rec: Any) -> None:
-        """Hypothesis draws values for the case's ``strategies``; replay must match eager on each (shrunk on failure)."""
+        """Hypothesis draws values for the case's ``strategies``; replay must match eager on each
+        (shrunk on failure)."""
         import torch
 
         from graphcheck.trace import search

@@ -42,7 +42,8 @@ def open_recorder(tensors: Any = None) -> tuple[Any, str | None]:
     try:
         from graphcheck.trace.recorder import Recorder
     except Exception as exc:  # ImportError, or the module failed to import
-        return NullRecorder(), f"trace recorder unavailable ({type(exc).__name__}: {exc}); capture failures are blamed from the CUDA error and traceback only"
+        return NullRecorder(), (f"trace recorder unavailable ({type(exc).__name__}: {exc}); "
+                                "capture failures are blamed from the CUDA error and traceback only")
     try:
         try:
             return Recorder(tensors=tensors, device_type="cuda"), None

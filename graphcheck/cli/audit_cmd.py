@@ -43,7 +43,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--statistics", action="store_true",
                    help="print how many findings each rule has (most frequent first) instead of the findings")
     p.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text",
-                   help="report format: text (default), concise (one line per finding), json (findings and per-case results), "
+                   help="report format: text (default), concise (one line per finding), json (findings and per-case "
+                        "results), "
                         "sarif, github")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--fail-on", choices=("error", "warning", "info", "never"), default=None,

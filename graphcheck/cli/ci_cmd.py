@@ -97,7 +97,8 @@ def step_summary(findings, n_files: int, n_cases: int, base: str, sarif: str | N
     text = (f"{verdict} Checked {n_files} changed file{'s' if n_files != 1 else ''} since `{base[:12]}` and "
             f"{n_cases} declared case{'s' if n_cases != 1 else ''} of changed kernel modules.")
     if expected:
-        text += f" {expected} expected finding{'s' if expected != 1 else ''} (`graphcheck: expect` markers) not counted."
+        text += (f" {expected} expected finding{'s' if expected != 1 else ''}"
+                 " (`graphcheck: expect` markers) not counted.")
     if findings:
         text += " Each finding is annotated on its line"
         text += "; the SARIF report feeds code scanning." if sarif else "."

@@ -55,13 +55,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "with the keys at top level) instead of searching for one")
     p.add_argument("--fail-on", choices=("error", "warning", "info", "never"), default=None,
                    help="lowest severity that makes the exit code 1 (default: warning, or config fail-on)")
-    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings (same as --fail-on never)")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings (same as --fail-on "
+                                                            "never)")
     p.add_argument("--all-functions", action="store_true", default=None,
                    help="lint every Python function, not only capture-reachable ones")
     p.add_argument("--capture-map", metavar="MAP",
                    help="lint exactly the functions a `graphcheck record` run captured (plus what they call that "
                         "the run did not reach, marked as such); other code is out of scope")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the lint cache (in $XDG_CACHE_HOME/graphcheck or "
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the lint cache (in "
+                                                           "$XDG_CACHE_HOME/graphcheck or "
                         "~/.cache/graphcheck, or $GRAPHCHECK_CACHE_DIR)")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="worker processes (default: the number of CPUs; 1 runs in-process)")

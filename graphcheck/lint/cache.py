@@ -48,7 +48,8 @@ def settings_key(all_functions: bool, entry_points: tuple[str, ...], max_file_si
     h.update(f"{_FORMAT}|{__version__}|{all_functions}|{sorted(entry_points)}|{max_file_size}".encode())
     h.update(rules.fingerprint().encode())
     here = Path(__file__).resolve().parent
-    sources = sorted(here.glob("*.py")) + [here.parent / name for name in ("expectations.py", "rules.py", "findings.py")]
+    sources = sorted(here.glob("*.py")) + [here.parent / name
+                                           for name in ("expectations.py", "rules.py", "findings.py")]
     for path in sources:
         try:
             h.update(path.name.encode() + b"\0" + path.read_bytes())

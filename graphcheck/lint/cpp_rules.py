@@ -262,7 +262,8 @@ def _function_head(text: str, brace: int, pairs: dict[int, int]) -> tuple[str, i
                 continue
             # trailing return type `-> T`
             arrow = text.rfind("->", max(0, k - 200), k)
-            if arrow != -1 and text[arrow + 2 : k + 1].strip().replace("::", "").replace("<", "").replace(">", "").replace(" ", "").isidentifier():
+            if arrow != -1 and (text[arrow + 2 : k + 1].strip().replace("::", "").replace("<", "").replace(">", "")
+                                .replace(" ", "").isidentifier()):
                 k = _skip_ws_back(text, arrow - 1)
                 continue
             return None
@@ -364,7 +365,8 @@ _BAD_STREAM_WORDS = {
     "cudastreamperthread": "cudaStreamPerThread (the per-thread default stream, not the capturing stream)",
     "cu_stream_per_thread": "CU_STREAM_PER_THREAD (the per-thread default stream, not the capturing stream)",
 }
-_CAST = re.compile(r"^(?:\(\s*(?:cudaStream_t|CUstream)\s*\)|(?:static_cast|reinterpret_cast)\s*<\s*(?:cudaStream_t|CUstream)\s*>)")
+_CAST = re.compile(r"^(?:\(\s*(?:cudaStream_t|CUstream)\s*\)"
+                   r"|(?:static_cast|reinterpret_cast)\s*<\s*(?:cudaStream_t|CUstream)\s*>)")
 
 
 def _strip_outer_parens(s: str) -> str | None:
@@ -492,7 +494,8 @@ def _kernel_name(text: str, lt: int, floor: int) -> tuple[str, int]:
     return name, before + 1
 
 
-_LAUNCH_CALLS = re.compile(r"\b(cudaLaunchKernel|cudaLaunchCooperativeKernel|cuLaunchKernel|cuLaunchCooperativeKernel|cudaLaunchKernelExC|cudaLaunchKernelEx|cuLaunchKernelEx)\s*(?:<[^;(){}<>]{0,400}>\s*)?\(")
+_LAUNCH_CALLS = re.compile(r"\b(cudaLaunchKernel|cudaLaunchCooperativeKernel|cuLaunchKernel|cuLaunchCooperativeKernel"
+                           r"|cudaLaunchKernelExC|cudaLaunchKernelEx|cuLaunchKernelEx)\s*(?:<[^;(){}<>]{0,400}>\s*)?\(")
 # 0-based index of the stream argument and whether it may be omitted (C++ default argument 0)
 _STREAM_ARG = {
     "cudaLaunchKernel": (5, True),
@@ -604,7 +607,8 @@ def in_non_capture_branch(text: str, pos: int, pairs: dict[int, int], opens: lis
         if word == "else":
             prev_close = _skip_ws_back(text, before)
             if prev_close >= 0 and text[prev_close] == "}":
-                cond = _condition_before(text, pairs.get(prev_close, -1), pairs) if pairs.get(prev_close, -1) >= 0 else None
+                cond = (_condition_before(text, pairs.get(prev_close, -1), pairs)
+                        if pairs.get(prev_close, -1) >= 0 else None)
                 if cond is not None and _GRAPH_FLAG.search(cond) and not cond.strip().startswith("!") \
                         and "false" not in cond:
                     return True
@@ -646,7 +650,8 @@ def _host_buffer(expr: str, body: str) -> str | None:
     var, accessor = m.group(1), m.group(2)
     if re.search(r"pinned|page_locked|pagelocked|host_pinned", var, re.IGNORECASE):
         return None
-    decl_m = re.search(r"(?:^|[;{}(,])\s*((?:static\s+|const\s+|constexpr\s+)*[A-Za-z_][\w:<>, \[\]]*?[\s*&]+)" + re.escape(var)
+    decl_m = re.search(r"(?:^|[;{}(,])\s*((?:static\s+|const\s+|constexpr\s+)*[A-Za-z_][\w:<>, "
+                       r"\[\]]*?[\s*&]+)" + re.escape(var)
                        + r"\s*(\[[^\]]{0,80}\]|[=({;])([^;]{0,200})", body)
     if decl_m is None:
         return None
@@ -753,7 +758,8 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
         else:
             why = _bad_stream(args[3])
             if why:
-                add("GC201", f"`{kernel}` is launched on {why}", at, fn, kernel=kernel, stream=" ".join(args[3].split()))
+                add("GC201", f"`{kernel}` is launched on {why}", at, fn, kernel=kernel,
+                    stream=" ".join(args[3].split()))
 
     # 2. runtime/driver launch APIs
     ex_regions_done: set[Region] = set()
@@ -921,8 +927,8 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
     return findings
 
 
-_CUTLASS_DECL = re.compile(r"(?:^|[;{}])\s*(?:typename\s+)?((?:[\w:]+::)?([A-Za-z_]\w*)(?:<[^;{}()]{0,300}>)?)\s+([a-z_]\w*)\s*"
-                           r"(?:;|\{\s*\}|=)")
+_CUTLASS_DECL = re.compile(r"(?:^|[;{}])\s*(?:typename\s+)?((?:[\w:]+::)?([A-Za-z_]\w*)(?:<[^;{}()]{0,300}>)?)"
+                           r"\s+([a-z_]\w*)\s*(?:;|\{\s*\}|=)")
 # the last component of a CUTLASS device-level operator's type: Gemm, GemmSm90, GemmUniversalAdapter, Fmha...
 _CUTLASS_TYPE = re.compile(r"^(?:\w*Gemm(?:Op|Operator|Sm\d+|Universal\w*|Grouped\w*|Adapter)?|\w*(?:Fmha|FMHA)(?:Op)?"
                            r"|Operation|DeviceGemm\w*|GemmType)$")

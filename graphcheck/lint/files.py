@@ -205,7 +205,8 @@ def discover(paths: Sequence[str | os.PathLike[str]], config: Config) -> Discove
     return Discovery(files, skipped, problems)
 
 
-def _walk(top: str, shown_top: str, excluded, roots: tuple[str, ...]) -> Iterable[tuple[str, str, str | None, str | None]]:
+def _walk(top: str, shown_top: str, excluded,
+          roots: tuple[str, ...]) -> Iterable[tuple[str, str, str | None, str | None]]:
     """(absolute path, shown path, language, None) per file, or (path, shown, None, why) for what cannot
     be checked (an unreadable folder)."""
     errors: list[OSError] = []

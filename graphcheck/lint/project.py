@@ -472,7 +472,7 @@ class ProjectIndex:
             if old is None or (old[1] and not guess):
                 self.roots[dotted] = (reason, guess)
 
-        for dotted, (module, qual, rec) in self.funcs.items():
+        for dotted, (_module, qual, rec) in self.funcs.items():
             if rec.get("root"):
                 add(dotted, rec["root"])
             for deco, host_only in rec.get("decos", ()):

@@ -96,13 +96,15 @@ def lint_python(source: str, path: str, *, all_functions: bool = False,
                                   f"syntax error: {exc.msg}; the file was not checked")]
         except (RecursionError, MemoryError) as exc:
             return [_tool_finding("GC002", path, 1, 0,
-                                  f"the file is nested too deeply for Python's parser ({type(exc).__name__}); not checked")]
+                                  f"the file is nested too deeply for Python's parser ({type(exc).__name__}); not "
+                                  "checked")]
         except ValueError as exc:
             return [_tool_finding("GC002", path, 1, 0, f"the file cannot be parsed as Python ({exc}); not checked")]
         return _Linter(tree, source, path, all_functions, entry_points, context).run()
     except Exception as exc:  # the rules themselves failed: report, never raise
         return [_tool_finding("GC003", path, 1, 0,
-                              f"the Python rules failed on this file ({type(exc).__name__}: {exc}); it was not fully checked")]
+                              f"the Python rules failed on this file ({type(exc).__name__}: {exc}); it was not fully "
+                              "checked")]
 
 
 def _local_entries(entry_points: Sequence[str], path: str) -> list[str]:

@@ -457,7 +457,8 @@ def may_be_reachable(source: str, entry_points: Sequence[str]) -> bool:
                     names.add(words[-1].strip("()").split(".")[0])
         names.discard("")
         if names:
-            pattern = r"\b(?:%s)(?:\.\w+)*\s*\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\s*\(" % "|".join(map(re.escape, sorted(names)))
+            alternatives = "|".join(map(re.escape, sorted(names)))
+            pattern = rf"\b(?:{alternatives})(?:\.\w+)*\s*\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\s*\("
             if re.search(pattern, source):
                 return True
     for entry in entry_points:

@@ -380,7 +380,8 @@ class FunctionFacts:
                 kinds.add("hosttensor")
                 if _kw_true(value, "pin_memory"):
                     kinds.add("pinned")
-            elif isinstance(value.func, ast.Attribute) and value.func.attr == "pin_memory" and self.is_host_tensor(value.func.value):
+            elif (isinstance(value.func, ast.Attribute) and value.func.attr == "pin_memory"
+                  and self.is_host_tensor(value.func.value)):
                 kinds.update(("hosttensor", "pinned"))
             elif qual in ("torch.Generator", "torch._C.Generator") and not _device_is_accelerator(value):
                 kinds.add("cpugen")
@@ -501,7 +502,8 @@ class FunctionFacts:
     def to_cpu(self, node: ast.Call) -> bool:
         targets = [*node.args[:1], *(kw.value for kw in node.keywords if kw.arg == "device")]
         for target in targets:
-            if isinstance(target, ast.Constant) and isinstance(target.value, str) and target.value.split(":")[0] == "cpu":
+            if (isinstance(target, ast.Constant) and isinstance(target.value, str)
+                    and target.value.split(":")[0] == "cpu"):
                 return True
             if isinstance(target, ast.Call) and self.aliases.resolve(target.func) == "torch.device" and target.args:
                 arg = target.args[0]

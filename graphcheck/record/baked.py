@@ -120,7 +120,7 @@ def baked_findings(captures: Sequence[Any]) -> list[Finding]:
     groups: dict[tuple[str, ...], list[Any]] = defaultdict(list)
     for cap in captures:
         if getattr(cap, "status", None) == "ok" and cap.launches:
-            groups[tuple(l.kernel for l in cap.launches)].append(cap)
+            groups[tuple(launch.kernel for launch in cap.launches)].append(cap)
     findings: list[Finding] = []
     seen: set[tuple[str, str, int]] = set()
     for group in groups.values():
@@ -128,10 +128,10 @@ def baked_findings(captures: Sequence[Any]) -> list[Finding]:
             continue
         ids = [cap.id for cap in group]
         for position in zip(*(cap.launches for cap in group)):
-            features = [shape_features(l) for l in position]
+            features = [shape_features(launch) for launch in position]
             same_shapes = all(f == features[0] for f in features)
             for field, code, what in _FIELDS:
-                per_capture = [_values(l, field) for l in position]
+                per_capture = [_values(launch, field) for launch in position]
                 for name in per_capture[0]:
                     values = [vals.get(name) for vals in per_capture]
                     if len({repr(v) for v in values}) == 1:

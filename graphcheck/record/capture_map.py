@@ -73,19 +73,21 @@ def build(session: Any) -> dict[str, Any]:
     kernels: dict[str, dict[str, Any]] = {}
     for cap in session.captures:
         launches = []
-        for l in cap.launches:
+        for launch in cap.launches:
             launches.append({
-                "kernel": l.kernel, "grid": _jsonable(l.grid), "scalars": _jsonable(l.scalars),
-                "constexprs": _jsonable(l.constexprs), "stream": getattr(l, "stream", None),
-                "capturing": getattr(l, "capturing", None), "path": _rel(l.path, root), "line": int(l.line),
-                "function": l.function, "tensors": _jsonable(getattr(l, "tensor_meta", {})),
-                "stack": [_loc(s, root) for s in getattr(l, "stack", [])],
+                "kernel": launch.kernel, "grid": _jsonable(launch.grid), "scalars": _jsonable(launch.scalars),
+                "constexprs": _jsonable(launch.constexprs), "stream": getattr(launch, "stream", None),
+                "capturing": getattr(launch, "capturing", None), "path": _rel(launch.path, root),
+                "line": int(launch.line),
+                "function": launch.function, "tensors": _jsonable(getattr(launch, "tensor_meta", {})),
+                "stack": [_loc(s, root) for s in getattr(launch, "stack", [])],
             })
-            entry = kernels.setdefault(l.kernel, {"name": l.kernel, "launches": 0, "captures": [], "call_sites": []})
+            entry = kernels.setdefault(launch.kernel,
+                                       {"name": launch.kernel, "launches": 0, "captures": [], "call_sites": []})
             entry["launches"] += 1
             if cap.id not in entry["captures"]:
                 entry["captures"].append(cap.id)
-            site = f"{_rel(l.path, root)}:{l.line}"
+            site = f"{_rel(launch.path, root)}:{launch.line}"
             if site not in entry["call_sites"]:
                 entry["call_sites"].append(site)
         graph = None
@@ -101,7 +103,8 @@ def build(session: Any) -> dict[str, Any]:
             "syncs": [{"op": e.op, "code": e.code, "path": _rel(e.path, root), "line": int(e.line),
                        "function": e.function, "detail": e.detail} for e in cap.syncs],
             "graph": graph, "graph_error": cap.graph_error,
-            "failure": _jsonable({**cap.failure, "path": _rel(cap.failure["path"] or "", root)}) if cap.failure else None,
+            "failure": (_jsonable({**cap.failure, "path": _rel(cap.failure["path"] or "", root)})
+                        if cap.failure else None),
             "notes": list(cap.notes),
         })
     findings = []
@@ -114,7 +117,8 @@ def build(session: Any) -> dict[str, Any]:
         findings.append(d)
     return {
         "schema": SCHEMA_NAME, "version": SCHEMA_VERSION, "root": root, "command": [str(c) for c in session.command],
-        "created": datetime.datetime.fromtimestamp(session.started, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created": datetime.datetime.fromtimestamp(session.started, datetime.timezone.utc)
+                   .strftime("%Y-%m-%dT%H:%M:%SZ"),
         "environment": environment(), "captures": captures, "functions": functions,
         "kernels": sorted(kernels.values(), key=lambda k: k["name"]), "findings": findings,
     }

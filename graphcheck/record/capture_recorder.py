@@ -69,7 +69,8 @@ def current_stream() -> tuple[int | None, bool | None]:
 
 def tensor_meta(tensor: Any) -> dict[str, Any]:
     try:
-        return {"shape": list(tensor.shape), "stride": list(tensor.stride()), "dtype": str(tensor.dtype).replace("torch.", "")}
+        return {"shape": list(tensor.shape), "stride": list(tensor.stride()),
+                "dtype": str(tensor.dtype).replace("torch.", "")}
     except Exception:
         return {}
 

@@ -142,7 +142,7 @@ class _Finder(importlib.abc.MetaPathFinder):
                 original_exec = loader.exec_module
 
                 def exec_module(module: Any) -> None:
-                    original_exec(module)
+                    original_exec(module)  # noqa: B023 - made and returned in this iteration
                     with _lock:
                         _patch_graphs_module(module)
 

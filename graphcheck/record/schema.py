@@ -74,7 +74,8 @@ SCHEMA: dict[str, Any] = {
         "captures": {"type": "array", "items": _CAPTURE},
         "functions": {"type": "array", "items": _FUNCTION},
         "kernels": {"type": "array", "items": _KERNEL},
-        "findings": {"type": "array", "items": {"type": "object", "required": ["code", "severity", "message", "path", "line"]}},
+        "findings": {"type": "array",
+                     "items": {"type": "object", "required": ["code", "severity", "message", "path", "line"]}},
     },
 }
 

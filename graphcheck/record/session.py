@@ -248,15 +248,15 @@ class Session:
                          graph=graph)
         if record.nodes is not None and record.launches:
             if not record.nodes:
-                shown = ", ".join(dict.fromkeys(l.kernel for l in record.launches))
+                shown = ", ".join(dict.fromkeys(launch.kernel for launch in record.launches))
                 self.add("GC204", f"the graph of capture {record.id} is empty, but {len(record.launches)} kernel "
                          f"launch(es) ran during it ({shown}): replay will compute nothing", record.site, record,
                          graph=graph)
                 return
-            for kernel in escaped_kernels([l.kernel for l in record.launches], record.nodes):
+            for kernel in escaped_kernels([launch.kernel for launch in record.launches], record.nodes):
                 if kernel in named:
                     continue
-                launch = next(l for l in record.launches if kernel in l.kernel)
+                launch = next(candidate for candidate in record.launches if kernel in candidate.kernel)
                 loc = caller_location(getattr(launch, "stack", []), Location(launch.path, launch.line, launch.function))
                 self.add("GC203", f"kernel {kernel!r} was launched during capture {record.id} but is not in its "
                          "graph: it escaped to another stream", loc, record, kernel=kernel, graph=graph)

@@ -136,7 +136,8 @@ def notes(result, declare_hint: bool = True) -> list[str]:
 def to_dict(result) -> dict[str, Any]:
     return {
         "findings": [f.to_dict() for f in result.findings],
-        "cases": [{"source": c.source, "case": c.name, "ok": c.report.ok, "layers": {k: v.status.value for k, v in c.report.layers.items()},
+        "cases": [{"source": c.source, "case": c.name, "ok": c.report.ok,
+                   "layers": {k: v.status.value for k, v in c.report.layers.items()},
                    "skip_reasons": {k: v.reason for k, v in c.report.layers.items() if not v.ran},
                    "skipped": list(c.report.skipped), "seconds": round(c.seconds, 3)} for c in result.cases],
         "targets": [{"target": t.given, "lint_paths": t.lint_paths, "case_sources": t.case_sources}

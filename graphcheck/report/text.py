@@ -60,7 +60,7 @@ def plain_table(table: Table) -> list[str]:
     widths = [len(c) for c in table.columns]
     for row in table.rows:
         widths = [max(w, len(str(cell))) for w, cell in zip(widths, row)]
-    fmt = "  ".join("{:<%d}" % w for w in widths)
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines = [table.title, fmt.format(*table.columns).rstrip()]
     lines += [fmt.format(*[str(c) for c in row]).rstrip() for row in table.rows]
     return lines

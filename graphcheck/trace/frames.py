@@ -131,7 +131,7 @@ def function_location(fn: object) -> Location:
     target = getattr(fn, "__wrapped__", fn)
     code = getattr(target, "__code__", None)
     if code is None:
-        code = getattr(getattr(target, "__call__", None), "__code__", None)
+        code = getattr(getattr(target, "__call__", None), "__code__", None)  # noqa: B004 - reads the method, not a callable test
     if code is None:
         return UNKNOWN
     return Location(code.co_filename, code.co_firstlineno, code.co_name)

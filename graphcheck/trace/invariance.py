@@ -45,7 +45,8 @@ def compare(runs: Sequence[tuple[int, Recorder]], case: str | None) -> list[Find
         timeline = rec.timeline()
         labels = [label for label, _ in timeline]
         if labels != base_labels:
-            i = next((j for j, (a, b) in enumerate(zip(base_labels, labels)) if a != b), min(len(labels), len(base_labels)))
+            i = next((j for j, (a, b) in enumerate(zip(base_labels, labels)) if a != b),
+                     min(len(labels), len(base_labels)))
             here = timeline[i] if i < len(timeline) else base_timeline[i]
             seen_base = base_labels[i] if i < len(base_labels) else "<end>"
             seen_other = labels[i] if i < len(labels) else "<end>"
@@ -59,7 +60,7 @@ def compare(runs: Sequence[tuple[int, Recorder]], case: str | None) -> list[Find
                     evidence={"index": i, "seeds": {str(base_seed): seen_base, str(seed): seen_other},
                      "lengths": {str(base_seed): len(base_labels), str(seed): len(labels)}},
                 )
-        if [l.kernel for l in rec.launches] == [l.kernel for l in base.launches]:
+        if [launch.kernel for launch in rec.launches] == [launch.kernel for launch in base.launches]:
             comparable.append((seed, rec))
     if len(comparable) < 2:
         return list(findings.values())
@@ -86,8 +87,8 @@ def compare(runs: Sequence[tuple[int, Recorder]], case: str | None) -> list[Find
                     code,
                     f"kernel {launch.kernel}: {subject} changes with input values ({values})",
                     at=loc, layer="trace", case=case,
-                    evidence={"kernel": launch.kernel, "argument": arg, "values": {str(s): _jsonable(v) for s, v in seen},
-                     "launch_index": i},
+                    evidence={"kernel": launch.kernel, "argument": arg,
+                              "values": {str(s): _jsonable(v) for s, v in seen}, "launch_index": i},
                 )
     return list(findings.values())
 

@@ -117,15 +117,18 @@ def _thread_start(original):
 def _install() -> None:
     import torch
 
-    _wrap(torch.Tensor, "tolist", _tensor_method("GC103", "Tensor.tolist", "`.tolist()` copies the tensor to a Python list"))
+    _wrap(torch.Tensor, "tolist", _tensor_method("GC103", "Tensor.tolist", "`.tolist()` copies the tensor to a Python "
+                                                                           "list"))
     _wrap(torch.Tensor, "numpy", _tensor_method("GC104", "Tensor.numpy", "`.numpy()` copies the tensor to the host"))
-    _wrap(torch.Tensor, "cpu", _tensor_method("GC104", "Tensor.cpu", "`.cpu()` copies the tensor to the host", only_cpu=True))
+    _wrap(torch.Tensor, "cpu",
+          _tensor_method("GC104", "Tensor.cpu", "`.cpu()` copies the tensor to the host", only_cpu=True))
     cuda = torch.cuda
     _wrap(cuda, "synchronize", _sync_function("torch.cuda.synchronize", "a device-wide synchronize", True))
     for cls_name in ("Stream", "Event"):
         cls = getattr(cuda, cls_name, None)
         if isinstance(cls, type) and "synchronize" in cls.__dict__:
-            _wrap(cls, "synchronize", _sync_function(f"torch.cuda.{cls_name}.synchronize", f"a {cls_name.lower()} synchronize", True))
+            _wrap(cls, "synchronize", _sync_function(f"torch.cuda.{cls_name}.synchronize", f"a {cls_name.lower()} "
+                                                                                           "synchronize", True))
     _wrap(threading.Thread, "start", _thread_start)
     accel = getattr(torch, "accelerator", None)
     if accel is not None and hasattr(accel, "synchronize"):

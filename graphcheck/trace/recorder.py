@@ -96,13 +96,14 @@ class Recorder:
     def sequence(self) -> list[str]:
         """Ops and launches in call order, as ``op:<name>`` / ``launch:<kernel>``."""
         items = [(e.seq, f"op:{e.op}") for e in self.events]
-        items += [(l.seq, f"launch:{l.kernel}") for l in self.launches]
+        items += [(launch.seq, f"launch:{launch.kernel}") for launch in self.launches]
         return [name for _, name in sorted(items)]
 
     def timeline(self) -> list[tuple[str, Location]]:
         """Like :meth:`sequence`, with the user location of each entry."""
         items = [(e.seq, f"op:{e.op}", Location(e.path, e.line, e.function)) for e in self.events]
-        items += [(l.seq, f"launch:{l.kernel}", Location(l.path, l.line, l.function)) for l in self.launches]
+        items += [(launch.seq, f"launch:{launch.kernel}", Location(launch.path, launch.line, launch.function))
+                  for launch in self.launches]
         return [(label, loc) for _, label, loc in sorted(items, key=lambda t: t[0])]
 
     def name_tensors(self, tensors: Mapping[str, Any]) -> None:
@@ -200,7 +201,8 @@ class Recorder:
                 self._flag_fresh(fresh, f"argument {arg!r} of kernel {plan['kernel']} at {_short(loc)}")
             if tensor.device.type == "cpu" and not _cpu_case(self):
                 self.events.append(OpEvent(f"launch:{plan['kernel']}", "GC305", loc.path, loc.line, loc.function,
-                                           f"CPU tensor passed as argument {arg!r} of kernel {plan['kernel']}", self._next()))
+                                           f"CPU tensor passed as argument {arg!r} of kernel {plan['kernel']}",
+                                           self._next()))
         launch = Launch(plan["kernel"], plan["grid"], plan["constexprs"], plan["scalars"], pointers, None,
                         loc.path, loc.line, loc.function, seq=self._next(), raw_pointers=raw,
                         stream=_launch_stream(plan["tensors"].values()))

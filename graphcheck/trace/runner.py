@@ -63,7 +63,8 @@ def _call(case: Case, seed: int, device: str, poison_index: int | None) -> tuple
     except CaseTimeout:
         raise
     except CASE_ERRORS as exc:
-        raise _CaseFailed(_error_finding(case, exc, f"make_inputs(seed={seed})", function_location(case.make_inputs)))
+        raise _CaseFailed(_error_finding(case, exc, f"make_inputs(seed={seed})",
+                                         function_location(case.make_inputs))) from exc
     _signatures.append((seed, contract.signature(inputs)))
     if len(_signatures) == 1:
         bad_outputs = contract.output_problems(case, inputs)
@@ -84,7 +85,7 @@ def _call(case: Case, seed: int, device: str, poison_index: int | None) -> tuple
     except CaseTimeout:
         raise
     except CASE_ERRORS as exc:
-        raise _CaseFailed(_error_finding(case, exc, f"the call (seed={seed})", function_location(case.fn)))
+        raise _CaseFailed(_error_finding(case, exc, f"the call (seed={seed})", function_location(case.fn))) from exc
     returned = outputs.flatten_outputs(result) if case.outputs is None else {}
     rec.name_tensors(returned)
     produced = named_outputs if case.outputs is not None else returned

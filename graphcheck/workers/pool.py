@@ -227,7 +227,9 @@ class _Worker:
 class WorkerPool:
     """Workers on ``slots`` (one worker per slot). Use as a context manager, or call :meth:`close`."""
 
-    def __init__(self, slots: list[Slot], preload: str = "torch,triton,graphcheck.api,graphcheck.trace.runner,graphcheck.trace.launches") -> None:
+    def __init__(self, slots: list[Slot],
+                 preload: str = "torch,triton,graphcheck.api,graphcheck.trace.runner,graphcheck.trace.launches",
+                 ) -> None:
         if not slots:
             raise ValueError("a worker pool needs at least one slot")
         self.slots = list(slots)

@@ -147,10 +147,10 @@ def test_baked_grid_is_found_by_mutated_replay(results):
     assert f.evidence["launch_diff"]["argument"] == "grid"
 
 
-FIXED = [name for name in (
+FIXED = [
     "item_in_wrapper_fixed", "grid_from_max_fixed", "scalar_from_tensor_fixed", "bool_mask_index_fixed",
     "tensor_from_list_fixed", "constexpr_per_call_fixed", "side_stream_fixed", "grid_from_host_tensor_fixed",
-    "legacy_stream_fixed")]
+    "legacy_stream_fixed"]
 
 
 @pytest.mark.parametrize("case_name", FIXED)

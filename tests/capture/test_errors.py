@@ -16,7 +16,7 @@ def chained(inner, outer):
         try:
             raise inner
         except Exception:
-            raise outer
+            raise outer  # noqa: B904 - the test needs the implicit context, not a cause
     except Exception as exc:
         return exc
 

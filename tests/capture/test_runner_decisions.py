@@ -166,7 +166,7 @@ def _failure(message):
         try:
             raise RuntimeError(message)
         except RuntimeError:
-            raise RuntimeError("CUDA error: operation failed due to a previous error during capture")
+            raise RuntimeError("CUDA error: operation failed due to a previous error during capture")  # noqa: B904 - as torch chains it
     except RuntimeError as exc:
         return exc
 

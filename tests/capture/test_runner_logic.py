@@ -39,7 +39,7 @@ def failure(inner_msg, outer_msg="CUDA error: operation failed due to a previous
         try:
             raise RuntimeError(inner_msg)
         except RuntimeError:
-            raise RuntimeError(outer_msg)
+            raise RuntimeError(outer_msg)  # noqa: B904 - as torch chains it
     except RuntimeError as exc:
         return exc
 

@@ -54,7 +54,7 @@ def test_legacy_stream_cupy_launch_is_named_on_its_line():
     pytest.importorskip("cupy")
     from graphcheck.discovery import load_cases
 
-    cases = dict((c.name, c) for _, c in load_cases(str(ZOO / "legacy_stream.py")))
+    cases = {c.name: c for _, c in load_cases(str(ZOO / "legacy_stream.py"))}
     report = graphcheck.check(cases["legacy_stream_bad"], gpu="required", examples=2, layers="capture", isolate=False)
     (f,) = [f for f in report.findings if f.code == "GC204"]
     fn = cases["legacy_stream_bad"].fn

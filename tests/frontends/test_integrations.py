@@ -27,7 +27,7 @@ def _strip_comment(line: str) -> str:
 
 
 def load_yaml(text: str):
-    lines = [(len(l) - len(l.lstrip()), l.strip()) for l in map(_strip_comment, text.splitlines()) if l.strip()]
+    lines = [(len(line) - len(line.lstrip()), line.strip()) for line in map(_strip_comment, text.splitlines()) if line.strip()]
     pos = 0
 
     def block(indent):

@@ -44,14 +44,14 @@ def make_inputs(n, h, d, dtype, layout="hn", *, seed=0, device="cpu", head_pad=0
         pick = torch.rand(shape, generator=g, device=device)
         p = torch.where(pick < inf_frac, float("inf"), p)
         s = torch.where(pick > 1 - inf_frac, float("inf"), s)
-    args = dict(
-        output=out,
-        prefix_output=pre,
-        prefix_lse=p,
-        suffix_output=suf,
-        suffix_lse=s,
-        output_lse=torch.full(shape, float("nan"), device=device) if with_lse else None,
-    )
+    args = {
+        "output": out,
+        "prefix_output": pre,
+        "prefix_lse": p,
+        "suffix_output": suf,
+        "suffix_lse": s,
+        "output_lse": torch.full(shape, float("nan"), device=device) if with_lse else None,
+    }
     return args
 
 

@@ -60,8 +60,8 @@ def paged_expected(inputs: dict, chunk: int = 8) -> Expected:
     refs, bounds = [], []
     for b0 in range(0, q.shape[0], chunk):
         b1 = min(b0 + chunk, q.shape[0])
-        part = dict(q=q[b0:b1], weights=w[b0 * next_n:b1 * next_n], context_lens=lens[b0:b1],
-                    block_tables=bt[b0:b1], max_model_len=mml, compute_dtype=torch.float64)
+        part = {"q": q[b0:b1], "weights": w[b0 * next_n:b1 * next_n], "context_lens": lens[b0:b1],
+                    "block_tables": bt[b0:b1], "max_model_len": mml, "compute_dtype": torch.float64}
         refs.append(fp8_paged_mqa_logits_reference(kv_cache=inputs["kv_cache"], **part))
         part.update(q=_abs_fp8(part["q"]), weights=part["weights"].abs())
         bounds.append(fp8_paged_mqa_logits_reference(kv_cache=abs_cache, **part))

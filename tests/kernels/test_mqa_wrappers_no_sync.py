@@ -39,7 +39,7 @@ def test_wrappers_launch_once_and_never_sync():
     for fn, inputs in ((fp8_paged_mqa_logits, paged), (fp8_mqa_logits, flat)):
         rec, out = _record(fn, inputs)
         assert rec.sync_events == [], [(e.code, e.op, e.line) for e in rec.sync_events]
-        assert len(rec.launches) == 1, [l.kernel for l in rec.launches]
+        assert len(rec.launches) == 1, [launch.kernel for launch in rec.launches]
         assert torch.isfinite(out).any()
 
 

@@ -56,7 +56,7 @@ def test_the_decode_step_is_recorded_function_by_function(engine_modules):
     assert {f"ToyDecoder.{m}" for m in ("decode", "query", "index_scores", "prefix_part", "suffix_part", "merge")} <= names
     assert {"fp8_paged_mqa_logits", "merge_attn_states"} <= names
     for cap in session.captures:
-        assert [l.kernel for l in cap.launches] == ["_paged_mqa_logits_kernel", "_merge_attn_states_kernel"]
+        assert [launch.kernel for launch in cap.launches] == ["_paged_mqa_logits_kernel", "_merge_attn_states_kernel"]
     assert session.all_findings() == []
 
 

@@ -66,7 +66,7 @@ def test_recording_the_engine_names_every_function_and_kernel_of_its_decode_step
         assert graph is not None, cap["graph_error"]
         names = " ".join(graph["kernels"])
         assert "_paged_mqa_logits_kernel" in names and "_merge_attn_states_kernel" in names
-        assert all(l["capturing"] for l in cap["launches"])
+        assert all(launch["capturing"] for launch in cap["launches"])
     assert [f for f in data["findings"] if f["severity"] == "error"] == []
     error = float(result.stdout.rsplit("max abs error", 1)[1].split()[0])
     assert error < 1e-3, result.stdout  # replays match eager steps on new lengths

@@ -43,7 +43,7 @@ def run(args, cwd, timeout=120, env=None, stdin=None, shell=False, **kw):
     try:
         p = subprocess.run(cmd, cwd=cwd, capture_output=True, timeout=timeout, env=e, shell=shell, **kw)
     except subprocess.TimeoutExpired:
-        raise Result("hang")
+        raise Result("hang") from None
     out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
     if "Traceback (most recent call last)" in err or "Traceback (most recent call last)" in out:
         raise Result("traceback")
@@ -176,7 +176,7 @@ def _m4(d):
         try:
             json.loads(out, parse_constant=lambda c: 1 / 0)
         except (ZeroDivisionError, ValueError):
-            raise Result("silent wrong result")
+            raise Result("silent wrong result") from None
 
 
 @scenario("M5 kernel block-table bounds", "kernels")

@@ -16,7 +16,7 @@ from graphcheck.layers import GpuMode, LayerResult, LayerSkipped, LayerStatus
 
 def _line_of(fn, needle):
     lines, start = inspect.getsourcelines(fn)
-    return start + next(i for i, l in enumerate(lines) if needle in l)
+    return start + next(i for i, line in enumerate(lines) if needle in line)
 
 
 @triton.jit

@@ -33,7 +33,7 @@ def test_zoo_has_every_required_hazard():
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_bad_is_flagged_on_the_marked_lines_and_fixed_is_clean(path):
-    cases = dict((case.name, case) for _, case in load_cases(path))
+    cases = {case.name: case for _, case in load_cases(path)}
     bad = [c for n, c in cases.items() if n.endswith("_bad")]
     fixed = [c for n, c in cases.items() if n.endswith("_fixed")]
     assert len(bad) == 1 and len(fixed) == 1

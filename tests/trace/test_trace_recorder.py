@@ -14,7 +14,7 @@ from graphcheck.trace.recorder import Recorder
 
 def _line_of(fn, needle):
     lines, start = inspect.getsourcelines(fn)
-    return start + next(i for i, l in enumerate(lines) if needle in l)
+    return start + next(i for i, line in enumerate(lines) if needle in line)
 
 
 def _codes(rec):
