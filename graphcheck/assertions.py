@@ -10,7 +10,7 @@ hint.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from graphcheck.case import Case
 from graphcheck.findings import Severity, at_or_above
@@ -37,7 +37,7 @@ def as_case(case_or_fn: Case | Callable[..., Any], make_inputs: Callable[[int, A
         raise TypeError(f"expected a graphcheck.Case or a function, got {type(case_or_fn).__name__}")
     if make_inputs is None:
         raise TypeError("a bare function needs make_inputs=(seed, device) -> dict of keyword arguments")
-    label = name or getattr(case_or_fn, "__qualname__", None) or getattr(case_or_fn, "__name__", "case")
+    label = cast(str, name or getattr(case_or_fn, "__qualname__", None) or getattr(case_or_fn, "__name__", "case"))
     return Case(label, case_or_fn, make_inputs, outputs=outputs, **case_options)
 
 

@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphcheck.findings import Finding, at_or_above
 from graphcheck.layers import GPU_CHOICES, GpuMode, cuda_available  # noqa: F401  (GPU_CHOICES: re-exported)
@@ -34,12 +34,15 @@ from graphcheck.targets import (  # noqa: F401
 from graphcheck.targets import display as _display
 from graphcheck.targets import resolve as resolve_target
 
+if TYPE_CHECKING:
+    from graphcheck.api import Report
+
 
 @dataclasses.dataclass
 class CaseResult:
     source: str  # "<module or file>::<case name>"
     name: str
-    report: object  # graphcheck.api.Report (typed loosely: importing api is lazy)
+    report: Report  # imported for type checking only: importing api is lazy
     seconds: float = 0.0
 
 

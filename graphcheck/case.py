@@ -77,5 +77,5 @@ def capturable(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     It changes nothing at run time; the linter recognises the decorator by name.
     """
-    fn.__graphcheck_capturable__ = True
+    fn.__graphcheck_capturable__ = True  # type: ignore[attr-defined]  # a marker attribute on the function object
     return fn

@@ -191,7 +191,7 @@ def discover(target: str | os.PathLike, interpret: bool | None = None, contained
     result = Discovery([], [])
     with _interpreter_env(interpret):
         if path.is_dir():
-            sources = [(str(p), p) for p in _candidate_files(path)]
+            sources: list[tuple[str, Path | None]] = [(str(p), p) for p in _candidate_files(path)]
         elif path.suffix == ".py" or path.is_file():
             if not path.is_file():
                 result.findings.append(_finding("GC005", f"no such file: {text}", text))

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -48,7 +49,8 @@ class Changes:
 
 def _git(args: list[str], cwd: str | os.PathLike[str], check: bool = True) -> subprocess.CompletedProcess:
     try:
-        proc = subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=cwd, capture_output=True)
+        proc: subprocess.CompletedProcess[Any] = subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=cwd,
+                                                                capture_output=True)
     except FileNotFoundError:
         raise GitError("git is not installed or not on PATH") from None
     # decoded here, not by text=True: universal-newline translation would turn a lone CR inside a

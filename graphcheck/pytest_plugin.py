@@ -25,11 +25,14 @@ import fnmatch
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from graphcheck.layers import GPU_CHOICES, cuda_available
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr
 
 LAYERS = ("trace", "capture")
 _GPU_CHOICES = GPU_CHOICES
@@ -222,13 +225,13 @@ class DeclarationItem(pytest.Item):
         raise GraphcheckFailure("graphcheck: the cases of this module could not be loaded\n\n"
                                 + render(self.findings, "text", color=False))
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, GraphcheckFailure):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"graphcheck declarations in {self.parent.source}"
+        return self.path, None, f"graphcheck declarations in {cast(Any, self.parent).source}"
 
 
 class CaseItem(pytest.Item):
@@ -254,7 +257,7 @@ class CaseItem(pytest.Item):
         if result is not None and not result.ran:
             pytest.skip(result.reason or f"{self.layer} layer skipped")
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, GraphcheckFailure):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
@@ -291,7 +294,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     seen = {item.nodeid for item in items}
     for source in _configured_sources(config):
         path = _source_path(source)
-        where = {}
+        where: dict[str, Any] = {}
         if not path.is_relative_to(Path(config.rootpath)):
             # pytest would name a file outside the rootdir by its bare file name, so two modules called
             # ops.py in other packages would share node ids (and one would be dropped): use the source
@@ -302,7 +305,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         seen.update(item.nodeid for item in added)
         items.extend(added)
         # so the terminal's "collected N items" counts them
-        config.hook.pytest_collectreport(report=pytest.CollectReport(node.nodeid, "passed", None, added))
+        config.hook.pytest_collectreport(report=pytest.CollectReport(node.nodeid, "passed", None, list(added)))
 
 
 # --- the fixture -----------------------------------------------------------------------

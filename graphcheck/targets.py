@@ -128,7 +128,9 @@ def _origin_is(name: str, path: Path) -> bool:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError, AttributeError):
         return False
-    return bool(spec and spec.origin) and os.path.realpath(spec.origin) == os.path.realpath(path)
+    if spec is None or not spec.origin:
+        return False
+    return os.path.realpath(spec.origin) == os.path.realpath(path)
 
 
 def module_name_for_file(path: str | os.PathLike[str]) -> str | None:

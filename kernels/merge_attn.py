@@ -558,7 +558,7 @@ def graphcheck_cases() -> list:
     from graphcheck.case import Case
 
     tol = {torch.float32: (1e-3, 1e-3), torch.float16: (1e-3, 1e-3), torch.bfloat16: (1e-3, 1e-2)}
-    specs = [
+    specs: list[tuple[str, dict[str, Any], str]] = [
         ("merge_attn_states[bf16,hn,inf]", dict(n=13, h=4, d=64, dtype=torch.bfloat16, layout="hn"),
          "bf16, [H, N] LSE, ~10% +inf in each LSE"),
         ("merge_attn_states[fp16,nh,pad,limit-tensor]",

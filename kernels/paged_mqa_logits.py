@@ -264,17 +264,17 @@ def _parse_tail(args: tuple, max_model_len: Any, clean_logits: Any, schedule_met
     ``(schedule_metadata, max_context_len[, clean_logits])``: a sixth positional
     argument that is a tensor or None is the (ignored) schedule metadata.
     """
-    args = list(args)
-    if args and (args[0] is None or isinstance(args[0], torch.Tensor)):
-        schedule_metadata = args.pop(0)  # noqa: F841 - accepted for drop-in compatibility, unused
-    if len(args) > 2:
+    rest = list(args)
+    if rest and (rest[0] is None or isinstance(rest[0], torch.Tensor)):
+        schedule_metadata = rest.pop(0)  # noqa: F841 - accepted for drop-in compatibility, unused
+    if len(rest) > 2:
         raise TypeError("fp8_paged_mqa_logits: too many positional arguments")
-    if args:
+    if rest:
         if max_model_len is not None:
             raise TypeError("fp8_paged_mqa_logits: max_model_len given twice")
-        max_model_len = args.pop(0)
-    if args:
-        clean_logits = args.pop(0)
+        max_model_len = rest.pop(0)
+    if rest:
+        clean_logits = rest.pop(0)
     if max_model_len is None:
         raise TypeError("fp8_paged_mqa_logits: missing max_model_len")
     if not _is_int(max_model_len):

@@ -14,7 +14,7 @@ import types
 from typing import Any, NamedTuple
 
 try:
-    from graphcheck.trace.frames import (  # type: ignore[attr-defined]
+    from graphcheck.trace.frames import (
         Location,
         function_location,
         traceback_location,
@@ -38,7 +38,7 @@ except Exception:  # pragma: no cover - only without the trace layer
         return not (path.startswith(_PKG) or f"{os.sep}torch{os.sep}" in path
                     or f"{os.sep}triton{os.sep}" in path or f"{os.sep}python3" in path and "site-packages" not in path)
 
-    def user_location(frame: types.FrameType | None = None) -> Location:  # type: ignore[misc]
+    def user_location(frame: types.FrameType | None = None) -> Location:
         f = frame
         while f is not None:
             if _is_user(f.f_code.co_filename):
@@ -46,7 +46,7 @@ except Exception:  # pragma: no cover - only without the trace layer
             f = f.f_back
         return Location("<unknown>", 0, None)
 
-    def traceback_location(tb: types.TracebackType | None) -> Location:  # type: ignore[misc]
+    def traceback_location(tb: types.TracebackType | None) -> Location:
         found = Location("<unknown>", 0, None)
         while tb is not None:
             if _is_user(tb.tb_frame.f_code.co_filename):

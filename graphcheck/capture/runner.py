@@ -312,7 +312,8 @@ class CaptureRun:
 
         if graph_empty and launched:
             shown = ", ".join(dict.fromkeys(launched[:8]))
-            loc, said, where = None, "", {}
+            loc, said = None, ""
+            where: dict[str, Any] = {}
             for kernel in dict.fromkeys(launched):
                 loc, said, where = locate(kernel)
                 if loc is not None:

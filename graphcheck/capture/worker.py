@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             findings, skipped = run_case(case, examples=args.examples, capture_error_mode=args.capture_error_mode,
                                          device=args.device)
-        payload = {"findings": [f.to_dict() for f in findings], "skipped": list(skipped)}
+        payload: dict[str, Any] = {"findings": [f.to_dict() for f in findings], "skipped": list(skipped)}
     except LayerSkipped as skip:
         payload = {"findings": [], "skipped": [], "layer_skipped": skip.reason}
     except Exception as exc:

@@ -8,6 +8,7 @@ import importlib
 import io
 import os
 import sys
+from typing import NoReturn
 
 # Each module defines ``add_parser(subparsers)`` and ``run(args) -> int``.
 _COMMANDS = ("lint", "rules", "audit", "ci", "record", "coverage")
@@ -16,7 +17,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 too; keep the message short
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 too; keep the message short
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 

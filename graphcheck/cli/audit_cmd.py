@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, emit, output_problem, positive_seconds
 from graphcheck.layers import GPU_CHOICES
@@ -64,8 +65,8 @@ class _Progress:
     """A rich progress bar on stderr, only when stderr is a terminal."""
 
     def __init__(self) -> None:
-        self.bar = None
-        self.task = None
+        self.bar: Any = None
+        self.task: Any = None
 
     def __call__(self, name: str, done: int, total: int) -> None:
         if not sys.stderr.isatty() or total == 0:

@@ -6,6 +6,7 @@ import argparse
 import os
 import shutil
 import sys
+from typing import Any
 
 from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, emit, output_problem
 
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             config = config_mod.load_file(args.config)
         else:
             config = config_mod.discover(args.paths[0] if args.paths else ".")
-        overrides = {}
+        overrides: dict[str, Any] = {}
         if args.select is not None:
             overrides["select"] = config_mod.parse_selectors(args.select, "--select")
         if args.ignore is not None:

@@ -24,10 +24,10 @@ import ast
 import dataclasses
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from graphcheck import rules
-from graphcheck.findings import Finding
+from graphcheck.findings import Finding, Severity
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, FunctionFacts, is_builtin, is_cpu_device
 
@@ -235,7 +235,7 @@ class _Linter:
             line=node.lineno, col=self.char_col(node), function=info.qualname,  # type: ignore[attr-defined]
             evidence={"construct": self.text(node), **evidence})
         if severity != finding.severity:  # a guessed reach or device value is milder than the rule
-            finding = dataclasses.replace(finding, severity=severity)
+            finding = dataclasses.replace(finding, severity=Severity.parse(cast(str, severity)))
         self.findings.append(finding)
 
 
@@ -342,7 +342,8 @@ class _FunctionChecker:
         elif qual in _MASKED_SELECT or (method and attr == "masked_select"):
             self.report("GC106", node, f"`{self.t(node)}` has a data-dependent output size{{where}}, "
                                        "so it synchronizes with the host")
-        elif qual in _UNIQUE or (method and attr in ("unique", "unique_consecutive") and facts.tensorish(func.value)):
+        elif qual in _UNIQUE or (method and attr in ("unique", "unique_consecutive")
+                                  and facts.tensorish(cast(ast.Attribute, func).value)):
             self.report("GC108", node, f"`{self.t(node)}` has a data-dependent output size{{where}}, "
                                        "so it synchronizes with the host")
         elif qual == "torch.repeat_interleave" or (method and attr == "repeat_interleave"):

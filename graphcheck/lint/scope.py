@@ -20,6 +20,7 @@ import dataclasses
 import re
 from collections import deque
 from collections.abc import Iterator, Sequence
+from typing import cast
 
 from graphcheck.lint.aliases import Aliases
 
@@ -76,7 +77,7 @@ class FuncInfo:
         return self._own
 
 
-def iter_own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
+def iter_own_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
     """Pre-order walk of a function body (and its lambdas), iteratively.
 
     Nested functions and classes are separate scopes and are skipped; the
@@ -348,14 +349,14 @@ class ModuleIndex:
         if isinstance(base, ast.Attribute):
             if base.attr.lstrip("_")[:1].isupper():
                 return False
-            root = base
+            root: ast.expr = base
             while isinstance(root, ast.Attribute):
                 root = root.value
             return self.mentions_triton or (isinstance(root, ast.Name) and self.aliases.is_imported(root.id))
         return False
 
     def launched_kernel_name(self, call: ast.Call) -> str:
-        base = call.func.value
+        base = cast(ast.Subscript, call.func).value  # a launch is kernel[grid](...)
         parts = []
         while isinstance(base, ast.Attribute):
             parts.append(base.attr)
@@ -365,7 +366,7 @@ class ModuleIndex:
         return ".".join(reversed(parts)) or "<kernel>"
 
     def launched_kernel(self, call: ast.Call) -> KernelInfo | None:
-        base = call.func.value
+        base = cast(ast.Subscript, call.func).value
         if isinstance(base, ast.Name):
             return self.kernels.get(base.id)
         return None
@@ -431,7 +432,7 @@ def _launch_candidate_lines(source: str) -> list[int]:
     return lines
 
 
-def _has_candidate(lines: list[int], node: ast.AST) -> bool:
+def _has_candidate(lines: list[int], node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     start = node.lineno
     end = getattr(node, "end_lineno", None) or start
     i = bisect.bisect_left(lines, start)

@@ -27,6 +27,7 @@ import ast
 import fnmatch
 import re
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 from graphcheck.lint.aliases import Aliases
 from graphcheck.lint.scope import FuncInfo, ModuleIndex
@@ -197,8 +198,8 @@ class FunctionFacts:
             if not isinstance(name, ast.Name):
                 return None
             types = kind.elts if isinstance(kind, ast.Tuple) else [kind]
-            tensor = any((self.aliases.resolve(t) or getattr(t, "attr", getattr(t, "id", ""))).endswith("Tensor")
-                         for t in types)
+            tensor = any(cast(str, self.aliases.resolve(t) or getattr(t, "attr", getattr(t, "id", "")))
+                         .endswith("Tensor") for t in types)
             if tensor:
                 return (name.id, "tensor", "nottensor")
             return (name.id, "nottensor", None)

@@ -81,7 +81,7 @@ class CaptureRecorder(Recorder):
     def _launch(self, plan: dict, loc: Location) -> Launch:
         launch = super()._launch(plan, loc)
         stream, capturing = current_stream()
-        launch.stream = stream  # type: ignore[attr-defined]
+        launch.stream = stream
         launch.capturing = capturing  # type: ignore[attr-defined]
         launch.tensor_meta = {name: tensor_meta(t) for name, t in plan["tensors"].items()}  # type: ignore[attr-defined]
         launch.stack = user_stack(sys._getframe(1))  # type: ignore[attr-defined]

@@ -143,7 +143,7 @@ class LineCollector:
 
     # -- sys.monitoring (3.12+) ---------------------------------------------
     def _start_monitoring(self, stack: list) -> None:
-        mon = sys.monitoring
+        mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+, used only where it exists
         for tool in (4, 3, 5, 2):  # 0 debugger, 1 coverage; take a free one
             try:
                 mon.use_tool_id(tool, "graphcheck-record")
@@ -186,7 +186,7 @@ class LineCollector:
         mon.restart_events()  # lines and starts disabled during an earlier capture fire again
 
     def _stop_monitoring(self) -> None:
-        mon = sys.monitoring
+        mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+, used only where it exists
         tool = self._tool
         if tool is None:
             self._stop_settrace()
@@ -231,7 +231,7 @@ class LineCollector:
 
     def _stop_settrace(self) -> None:
         sys.settrace(self._saved_trace)
-        threading.settrace(self._saved_trace)  # type: ignore[arg-type]
+        threading.settrace(self._saved_trace)
         for f in getattr(self, "_traced_frames", []):
             try:
                 f.f_trace = None

@@ -217,7 +217,7 @@ class Session:
                                     "cuda_errors": [e.to_dict() for e in errs] or None,
                                     "exception": cuda_err.first_lines(failure)}
         if last is not None:
-            loc = Location(last.path, int(last.line), last.function)
+            loc: Location | None = Location(last.path, int(last.line), last.function)
             evidence.update(op=last.op, detail=last.detail or None)
             what = f"{last.op} ({rules.get(blame.code).name})"
         elif blame.code == "GC202" and foreign:

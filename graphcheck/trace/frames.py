@@ -102,7 +102,7 @@ def is_user_file(filename: str) -> bool:
 
 def user_location(frame: types.FrameType | None = None) -> Location:
     """The innermost user frame, starting from ``frame`` (default: the caller's)."""
-    f = frame if frame is not None else sys._getframe(1)
+    f: types.FrameType | None = frame if frame is not None else sys._getframe(1)
     while f is not None:
         code = f.f_code
         if is_user_file(code.co_filename):

@@ -32,7 +32,7 @@ def _fmt(value: Any) -> str:
     return repr(value)
 
 
-def compare(runs: Sequence[tuple[int, Recorder]], case: str | None) -> list[Finding]:
+def compare(runs: Sequence[tuple[int | str, Recorder]], case: str | None) -> list[Finding]:
     """Findings for every difference between the first run and the others."""
     if len(runs) < 2:
         return []
@@ -50,7 +50,7 @@ def compare(runs: Sequence[tuple[int, Recorder]], case: str | None) -> list[Find
             here = timeline[i] if i < len(timeline) else base_timeline[i]
             seen_base = base_labels[i] if i < len(base_labels) else "<end>"
             seen_other = labels[i] if i < len(labels) else "<end>"
-            key = ("GC405", here[1].path, here[1].line)
+            key: tuple[Any, ...] = ("GC405", here[1].path, here[1].line)
             if key not in findings:
                 findings[key] = make_finding(
                     "GC405",

@@ -23,7 +23,7 @@ import inspect
 import os
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from graphcheck.trace import hooks
 from graphcheck.trace.frames import user_location
@@ -169,10 +169,10 @@ def _make_jit_run(original: Any) -> Any:
         with hooks.quiet():
             result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
         if launches and before is not None:
-            _set_compiled(launches, _cache_size(self) > before)
+            _set_compiled(launches, cast(int, _cache_size(self)) > before)
         return result
 
-    run.__wrapped__ = original
+    run.__wrapped__ = original  # type: ignore[attr-defined]  # functions take attributes
     return run
 
 
@@ -182,7 +182,7 @@ def _make_jit_call(original: Any) -> Any:
             return _interpreted_for(self)(*args, **kwargs)
         return original(self, *args, **kwargs)
 
-    call.__wrapped__ = original
+    call.__wrapped__ = original  # type: ignore[attr-defined]  # functions take attributes
     return call
 
 
@@ -194,7 +194,7 @@ def _make_interp_run(original: Any) -> Any:
         with hooks.quiet():
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
-    run.__wrapped__ = original
+    run.__wrapped__ = original  # type: ignore[attr-defined]  # functions take attributes
     return run
 
 
@@ -212,7 +212,7 @@ def _make_autotune_run(original: Any) -> Any:
             rec._collapse_autotune(mark, tuned)
         return result
 
-    run.__wrapped__ = original
+    run.__wrapped__ = original  # type: ignore[attr-defined]  # functions take attributes
     return run
 
 

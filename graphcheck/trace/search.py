@@ -114,9 +114,9 @@ def _elements(spec: Values, tensor: Any, cap: int) -> Any:
                          st.floats(-1e4, 1e4, allow_nan=False, width=32))
     if spec.kind == "logits":
         return st.one_of(st.floats(-100.0, 100.0, width=32), st.sampled_from([-math.inf, math.inf]))
-    low = -1.0 if spec.low is None else spec.low
-    high = 1.0 if spec.high is None else spec.high
-    return st.floats(low, high, allow_nan=False, allow_infinity=False, width=32)
+    lo = -1.0 if spec.low is None else spec.low
+    hi = 1.0 if spec.high is None else spec.high
+    return st.floats(lo, hi, allow_nan=False, allow_infinity=False, width=32)
 
 
 def tensor_strategy(spec: Values, tensor: Any, cap: int) -> Any:

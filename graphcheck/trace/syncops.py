@@ -106,7 +106,7 @@ def classify(func: Any, args: tuple, kwargs: dict, source: str) -> tuple[str | N
                 return "GC107", "indexing with a boolean mask has a data-dependent output size"
         return None, ""
     if name == "aten::repeat_interleave":
-        repeats = args[0] if args else kwargs.get("repeats")
+        repeats: Any = args[0] if args else kwargs.get("repeats")
         if len(args) > 1 and _is_tensor(args[1]):
             repeats = args[1]
         if _is_tensor(repeats) and repeats.numel() != 1 and kwargs.get("output_size") is None:
@@ -126,6 +126,7 @@ def classify(func: Any, args: tuple, kwargs: dict, source: str) -> tuple[str | N
             if not non_blocking:
                 return "GC104", f"a device-to-host copy ({src_dev} -> cpu) synchronizes"
         return None, ""
-    if name in _OTHER_SYNC and _OTHER_SYNC[name]:
-        return "GC112", _OTHER_SYNC[name]
+    other = _OTHER_SYNC.get(name)
+    if other:
+        return "GC112", other
     return None, ""
