@@ -16,13 +16,37 @@ def _readme_command(heading: str) -> str:
     return command
 
 
+def _script_commands() -> list[str]:
+    script = (ROOT / ".ci" / "run").read_text().splitlines()
+    return [line for line in script if line.strip() and not line.startswith("#")]
+
+
 def test_ci_script_runs_the_readme_test_command_verbatim():
     command = _readme_command("Run the tests (fresh machine)")
     assert "pytest" in command
-    script = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert command in script, f"{command!r} is not a line of .ci/run"
-    # it is the script's last command, so the script's status is the tests' status
-    assert [line for line in script if line.strip() and not line.startswith("#")][-1] == command
+    commands = _script_commands()
+    assert command in commands, f"{command!r} is not a line of .ci/run"
+    assert "set -euo pipefail" in commands
+    # a failure anywhere in the command's && list ends the script with its status (set -e alone
+    # stops only on the list's last command), and only the style and type checks come after it
+    after = commands[commands.index(command) + 1:]
+    assert after[:2] == ['status=$?  # set -e does not stop on a failed install inside an && list; this does',
+                         '[ "$status" -eq 0 ] || exit "$status"']
+    assert after[2:] == [f"pip install -q ruff=={_pin('ruff')} mypy=={_pin('mypy')}", "ruff check .", "mypy"]
+
+
+def _pin(tool: str) -> str:
+    match = re.search(rf"\b{tool}==([0-9][0-9.]*)", (ROOT / ".ci" / "run").read_text())
+    assert match, f".ci/run does not pin {tool}"
+    return match.group(1)
+
+
+def test_the_checks_ci_runs_are_configured_and_documented():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert "[tool.ruff]" in pyproject and "[tool.mypy]" in pyproject
+    guide = (ROOT / "docs" / "guide" / "install.md").read_text()
+    for line in (f"pip install ruff=={_pin('ruff')} mypy=={_pin('mypy')}", "ruff check .", "mypy"):
+        assert line in guide, f"the install guide does not show `{line}`"
 
 
 def test_readme_main_job_is_the_kernel_audit():

@@ -89,7 +89,7 @@ def _all_flags() -> set[str]:
 
 
 # flags of other tools that the pages show
-_FOREIGN = {"--index-url", "--depth", "--version"}
+_FOREIGN = {"--index-url", "--depth", "--version", "--fix"}  # pip, git, ruff
 
 
 def test_every_flag_the_pages_mention_exists():
