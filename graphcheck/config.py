@@ -202,9 +202,9 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
                                   f"got {value!r}")
             values["max_file_size"] = value
         else:
-            known = ("select, ignore, per-file-ignores, exclude, default-exclude, vendor-exclude, entry-points, custom-op-registrars, "
-                     "host-names, capture-guards, eager-functions, harness-functions, fail-on, all-functions, "
-                     "max-file-size")
+            known = ("select, ignore, per-file-ignores, exclude, default-exclude, vendor-exclude, entry-points, "
+                     "custom-op-registrars, host-names, capture-guards, eager-functions, harness-functions, fail-on, "
+                     "all-functions, max-file-size")
             raise ConfigError(f"{where_file}: unknown key {raw_key!r} in [tool.graphcheck] (known: {known})")
     return Config(root=root, source=source, **values)
 

@@ -275,7 +275,8 @@ def _main_blocks(tree: ast.Module) -> list[tuple[int, int]]:
     out = []
     for stmt in tree.body:
         test = stmt.test if isinstance(stmt, ast.If) else None
-        if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+        if (isinstance(stmt, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+                and test.left.id == "__name__"
                 and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
                 and test.comparators[0].value == "__main__" and isinstance(test.ops[0], ast.Eq)):
             out.append((stmt.body[0].lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno))

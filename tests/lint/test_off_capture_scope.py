@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from graphcheck.config import Config, ConfigError, DEFAULT_EAGER, DEFAULT_HARNESS, from_table
+from graphcheck.config import DEFAULT_EAGER, DEFAULT_HARNESS, Config, ConfigError, from_table
 from graphcheck.lint.engine import lint_paths
 from graphcheck.lint.project import ScopeNames
 
