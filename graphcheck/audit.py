@@ -200,8 +200,12 @@ def _relative(finding: Finding) -> Finding:
 
 def audit(targets: Sequence[str], *, gpu: str = "auto", examples: int = 4, config=None, timeout: float = 120.0,
           lint: bool = True, progress: ProgressFn | None = None, isolate: bool = True,
-          workers: int | None = None, capture_map=None) -> AuditResult:
+          workers: int | None = None, capture_map=None,
+          lint_progress: Callable[[int, int], None] | None = None) -> AuditResult:
     """Lint and run the cases of every target. Raises :class:`TargetError` for a bad target.
+
+    ``progress(case name, done, total)`` hears of each finished case and ``lint_progress(done, total)``
+    of the files linted (not with ``capture_map``).
 
     With ``isolate`` (the default) the cases run in worker processes that start
     before the lint, so their start-up overlaps it.
@@ -233,7 +237,7 @@ def audit(targets: Sequence[str], *, gpu: str = "auto", examples: int = 4, confi
 
                     linted = audit_lint(capture_map, paths, cfg)
                 else:
-                    linted = lint_paths(paths, cfg)
+                    linted = lint_paths(paths, cfg, progress=lint_progress)
                 result.lint_findings = linted.findings
                 result.files_checked, result.lines = linted.files_checked, linted.lines
         result.cases, result.discovery_findings = run_cases(sources, gpu=gpu, examples=examples, timeout=timeout,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 from graphcheck.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, emit, output_problem, positive_seconds
 from graphcheck.layers import GPU_CHOICES
@@ -61,33 +60,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-class _Progress:
-    """A rich progress bar on stderr, only when stderr is a terminal."""
-
-    def __init__(self) -> None:
-        self.bar: Any = None
-        self.task: Any = None
-
-    def __call__(self, name: str, done: int, total: int) -> None:
-        if not sys.stderr.isatty() or total == 0:
-            return
-        if self.bar is None:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.bar = Progress(TextColumn("[bold]cases"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                TextColumn("{task.description}"), console=Console(file=sys.stderr), transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task("", total=total)
-        from graphcheck.report.escape import markup
-
-        self.bar.update(self.task, completed=done, description=markup(name))
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
 def run(args: argparse.Namespace) -> int:
     from graphcheck import config as config_mod
     from graphcheck.audit import TargetError, audit
@@ -107,7 +79,9 @@ def run(args: argparse.Namespace) -> int:
     from graphcheck.targets import add_cwd_to_path
 
     add_cwd_to_path()  # `graphcheck audit my_pkg.ops` finds my_pkg in the working directory, as `python -m` would
-    progress = _Progress()
+    from graphcheck.cli.progress import AuditProgress, wanted
+
+    progress = AuditProgress(wanted(args.format))
     try:
         config = config_mod.load_file(args.config) if args.config else None
         cmap = None
@@ -116,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
 
             cmap = CaptureMap.load(args.capture_map)
         result = audit(args.targets, gpu=args.gpu, examples=args.examples, config=config, timeout=args.timeout,
-                       lint=not args.no_lint, progress=progress, capture_map=cmap)
+                       lint=not args.no_lint, progress=progress.cases, capture_map=cmap,
+                       lint_progress=progress.lint)
     except (TargetError, config_mod.ConfigError, RuntimeError, MapError) as exc:
         print(f"graphcheck audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from graphcheck import config as config_mod
@@ -227,14 +227,18 @@ def _matches_glob(display: str, abs_path: str, root: str, pattern: str) -> bool:
             or fnmatch.fnmatchcase(os.path.basename(abs_path), pattern))
 
 
-def _run_tasks(tasks: list, options: _Options, jobs: int) -> list[dict[str, Any]]:
-    return lint_pool.map_chunks(_lint_chunk, tasks, jobs, options)
+def _run_tasks(tasks: list, options: _Options, jobs: int,
+               done: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+    return lint_pool.map_chunks(_lint_chunk, tasks, jobs, options, done=done)
 
 
 def lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None = None, *,
                jobs: int | None = None, use_cache: bool = True, trust_stat: bool = True,
-               extra_roots: Sequence[ExtraRoot] = ()) -> LintResult:
+               extra_roots: Sequence[ExtraRoot] = (),
+               progress: Callable[[int, int], None] | None = None) -> LintResult:
     """Lint every Python and C++ file under ``paths``.
+
+    ``progress(done, total)``, if given, hears how many of the files are checked so far.
 
     ``trust_stat=False`` never takes a cache entry on size and mtime alone: every file is read and its
     content digest compared (what the CI gate does).
@@ -251,6 +255,16 @@ def lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None = 
         discovery.files = [sf for sf in discovery.files if sf.path not in excluded]
     options = _Options(config.all_functions, tuple(config.entry_points), config.max_file_size)
     jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+    total = len(discovery.files)
+    checked = 0
+
+    def advance(n: int) -> None:
+        nonlocal checked
+        checked += n
+        if progress:
+            progress(checked, total)
+
+    advance(0)
 
     cache = None
     directory = cache_mod.cache_dir(config.root) if use_cache else None
@@ -301,7 +315,8 @@ def lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None = 
         contexts[sf.path] = (context, key)
         tasks.append((sf.path, sf.display, sf.language, known, context, key))
 
-    for res in _run_tasks(tasks, options, jobs):
+    advance(total - len(tasks))  # the files the cache answered
+    for res in _run_tasks(tasks, options, jobs, done=advance if progress else None):
         sf = by_path[res["path"]]
         found = None
         if res.get("unchanged") and cache is not None:

@@ -20,11 +20,15 @@ def chunks(tasks: list, jobs: int) -> list[list]:
     return [tasks[i : i + size] for i in range(0, len(tasks), size)]
 
 
-def map_chunks(work: Callable[..., list], tasks: list, jobs: int, *args: Any) -> list:
+def map_chunks(work: Callable[..., list], tasks: list, jobs: int, *args: Any,
+               done: Callable[[int], None] | None = None) -> list:
     """``work(chunk, *args)`` over chunks of ``tasks`` on ``jobs`` processes; results concatenated
-    (in completion order)."""
+    (in completion order). ``done(n)``, if given, hears of each ``n`` tasks finished."""
     if jobs <= 1 or len(tasks) < SERIAL_BELOW:
-        return work(tasks, *args)
+        serial = work(tasks, *args)
+        if done:
+            done(len(tasks))
+        return serial
     results: list = []
     pending: dict[concurrent.futures.Future, list] = {}
     try:
@@ -34,7 +38,9 @@ def map_chunks(work: Callable[..., list], tasks: list, jobs: int, *args: Any) ->
             for future in concurrent.futures.as_completed(list(pending)):
                 try:
                     results.extend(future.result())
-                    del pending[future]
+                    finished = pending.pop(future)
+                    if done:
+                        done(len(finished))
                 except concurrent.futures.process.BrokenProcessPool:
                     break
     except (OSError, concurrent.futures.process.BrokenProcessPool):
@@ -42,4 +48,6 @@ def map_chunks(work: Callable[..., list], tasks: list, jobs: int, *args: Any) ->
     for chunk in pending.values():
         for task in chunk:
             results.extend(work([task], *args))
+            if done:
+                done(1)
     return results
