@@ -337,6 +337,10 @@ def lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None = 
             cache.store(sf.path, res["size"], res["mtime_ns"], res["digest"], res["lines"], stored)
     if cache is not None:
         cache.save()
+    if any(os.path.isdir(p) for p in paths):  # a tree was linted: C++ hazards nothing calls become warnings
+        from graphcheck.lint.cpp_callers import demote_uncalled
+
+        raw = demote_uncalled(raw, [(sf.path, sf.language) for sf in discovery.files], directory)
 
     root = str(config.root)
     findings: list[Finding] = []

@@ -53,6 +53,8 @@ def test_acceptance_vllm_fallback_and_legacy_launch(proj, capsys):
     (proj / "ops" / "indexer.py").write_text(VLLM_FALLBACK)
     (proj / "csrc").mkdir()
     (proj / "csrc" / "merge.cu").write_text(MERGE_CU)
+    # the op is registered, so it has a caller in the tree (an unregistered one would be a warning)
+    (proj / "csrc" / "bindings.cpp").write_text('TORCH_LIBRARY_FRAGMENT(_C, m) {\n  m.impl("merge_state", &merge_state);\n}\n')
     assert main(["lint", ".", "--format", "json", "--no-cache"]) == 1
     found = json.loads(capsys.readouterr().out)
     item_line = VLLM_FALLBACK.splitlines().index("        n = context_lens[i].item()") + 1
