@@ -286,11 +286,75 @@ def _flatten_directives(text: str, directives: list[tuple[int, int, str | None]]
     return "".join(parts)
 
 
+_CONDITIONAL = re.compile(r"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+
+
+def _first_branches(flat: str, text: str, directives: list[tuple[int, int, str | None]]) -> str:
+    """``flat`` with each ``#elif``/``#else`` branch that opens or closes more braces than it matches blanked.
+
+    Code like ``#if A  void f() {  #else  void f(int x) {  #endif`` opens two braces for one
+    close; counting the braces of such a later branch would unbalance every function below.
+    A later branch whose braces balance (whole functions under ``#else``) is kept. An
+    ``#endif`` without an ``#if`` and an ``#if`` never closed are tolerated. Linear: brace
+    counts come from prefix sums, one pass over the directives, one over the text.
+    """
+    if "#" not in flat and not directives:
+        return flat
+    braces = [(m.start(), 1 if m.group() == "{" else -1) for m in re.finditer(r"[{}]", flat)]
+    at = [b[0] for b in braces]
+    cum = [0]
+    for _, d in braces:
+        cum.append(cum[-1] + d)
+
+    def delta(a: int, b: int) -> int:
+        return cum[bisect.bisect_left(at, b)] - cum[bisect.bisect_left(at, a)]
+
+    skip: list[tuple[int, int]] = []  # later branches to blank
+    stack: list[list[int]] = []  # per open #if: [index of the current branch, where it began]
+    for start, _end, _ in directives:
+        m = _CONDITIONAL.match(text, start)
+        if m is None:
+            continue
+        word = m.group(1)
+        if word.startswith("if"):
+            stack.append([0, start])
+            continue
+        if not stack:
+            continue  # a stray #else or #endif
+        branch, began = stack[-1]
+        if branch > 0 and delta(began, start) != 0:
+            skip.append((began, start))
+        if word == "endif":
+            stack.pop()
+        else:
+            stack[-1] = [branch + 1, start]
+    for branch, began in stack:  # never closed
+        if branch > 0 and delta(began, len(flat)) != 0:
+            skip.append((began, len(flat)))
+    if not skip:
+        return flat
+    skip.sort()
+    parts = []
+    last = 0
+    for a, b in skip:
+        a = max(a, last)  # nested inside a span already blanked
+        if b <= a:
+            continue
+        parts.append(flat[last:a])
+        parts.append(re.sub(r"[^\n]", " ", flat[a:b]))
+        last = b
+    parts.append(flat[last:])
+    return "".join(parts)
+
+
 def function_regions(text: str, pairs: dict[int, int] | None = None) -> list[Region]:
     """Outermost function bodies and macro definitions, sorted by start."""
     directives = _directive_spans(text)
     flat = _flatten_directives(text, directives)
-    if pairs is None:
+    first = _first_branches(flat, text, directives)
+    if first is not flat:  # some #else branch opens a brace its #if branch already opened
+        flat, pairs = first, _bracket_pairs(first)
+    elif pairs is None:
         pairs = _bracket_pairs(flat)
     regions: list[Region] = []
     stack: list[tuple[int, str | None, str]] = []
@@ -544,8 +608,11 @@ _SETUP_WORDS = frozenset({
     "init", "initialize", "setup", "create", "alloc", "allocate", "register", "load", "preprocess", "prepack",
     "shuffle", "repack", "destroy", "free", "release", "dispose", "warmup", "benchmark", "bench", "profile",
     "tune", "autotune", "test", "debug", "dump", "print", "calibrate", "open", "close", "ipc", "handle",
-    "handles", "cleanup", "teardown", "constructor", "destructor", "reset",
+    "handles", "cleanup", "teardown", "constructor", "destructor", "reset", "configure",
 })
+# weight preparation at load time: a layout verb on a weight (``encode_int4b``, ``reorder_weight``, ``pack_weights``)
+_WEIGHT_VERBS = frozenset({"encode", "reorder", "pack", "interleave", "permute", "convert", "swizzle", "transform"})
+_WEIGHT_NOUNS = frozenset({"weight", "weights", "int4b", "qweight", "wq"})
 
 
 def _name_words(name: str) -> set[str]:
@@ -555,12 +622,19 @@ def _name_words(name: str) -> set[str]:
 
 
 def is_setup_function(name: str | None) -> bool:
-    """Whether a function's name says it is load-time or one-off setup (``init_workspace``, ``shuffle_weights``),
-    a size query (``getWorkspaceSize``) or a sync helper whose callers are where the hazard is."""
+    """Whether a function's name says it is load-time or one-off setup (``init_workspace``, ``shuffle_weights``,
+    ``configureKernel``, weight preparation such as ``unified_encode_int4b``, a UVA view such as
+    ``get_cuda_view_from_cpu_tensor``), a size query (``getWorkspaceSize``) or a sync helper whose callers are
+    where the hazard is."""
     if not name:
         return False
     words = _name_words(name)
-    return bool(words & _SETUP_WORDS) or {"workspace", "size"} <= words or bool(words & {"sync", "synchronize"})
+    if words & _SETUP_WORDS or {"workspace", "size"} <= words or words & {"sync", "synchronize"}:
+        return True
+    if words & _WEIGHT_VERBS and words & _WEIGHT_NOUNS:
+        return True
+    # a host view of memory for the device (UVA): made once, when the buffer is set up
+    return "uva" in words or ("view" in words and bool(words & {"cpu", "host"}))
 
 
 _GRAPH_FLAG = re.compile(r"graph|captur", re.IGNORECASE)
@@ -582,10 +656,37 @@ def _condition_before(text: str, brace: int, pairs: dict[int, int]) -> str | Non
     return text[o + 1 : k] if word == "if" and k - o < 400 else None
 
 
+_IDENTS = re.compile(r"[A-Za-z_]\w*")
+_ENV_WINDOW = 4000
+
+
+def _cache_miss(cond: str) -> bool:
+    """``if (cache_miss)``, ``if (it == cache.end())``, ``if (!cache.count(key))``: the fill on a cache miss runs
+    on the first call (before capture, in warm-up), not on the replayed path."""
+    c = cond.strip()
+    if c.startswith("!") and "miss" in c.lower():
+        return False  # the hit path
+    words = set().union(*(_name_words(w) for w in _IDENTS.findall(c))) if c else set()
+    if "miss" in words or "missed" in words:
+        return True
+    return "cache" in words and bool(re.search(r"end\s*\(\s*\)|^!|count\s*\([^()]*\)\s*==\s*0", c))
+
+
+def _env_switch(cond: str, text: str, brace: int) -> bool:
+    """``if (kSyncH2D)`` where the flag is a ``static`` set from ``getenv``: a debug switch, off in normal runs."""
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*", cond)
+    if m is None:
+        return False
+    decl = re.search(r"\bstatic\b[^;{}]*\b" + re.escape(m.group(1)) + r"\s*=[^;]{0,600}?\bgetenv\s*\(",
+                     text[max(0, brace - _ENV_WINDOW) : brace])
+    return decl is not None
+
+
 def in_non_capture_branch(text: str, pos: int, pairs: dict[int, int], opens: list[int]) -> bool:
     """Whether ``pos`` sits in a branch the code itself keeps off the graph path: the ``else`` of
-    ``if (use_cuda_graph)``, the body of ``if (!is_capturing)`` / ``if (graph_mode == false)``, or a one-time
-    initialization (a ``static`` initialized by a lambda, ``if (!ptr)`` / ``if (ptr == nullptr)``)."""
+    ``if (use_cuda_graph)``, the body of ``if (!is_capturing)`` / ``if (graph_mode == false)``, a one-time
+    initialization (a ``static`` initialized by a lambda, ``if (!ptr)`` / ``if (ptr == nullptr)``), a cache-miss
+    fill (``if (cache_miss)``) or a debug switch read from the environment."""
     line_start = text.rfind("\n", 0, pos) + 1
     stmt_start = max(text.rfind(";", 0, pos), text.rfind("}", 0, pos), max(0, pos - 400))
     if _ONE_TIME.search(text, max(stmt_start, 0), pos) or _ONE_TIME.search(text, max(0, line_start - 200), pos):
@@ -600,7 +701,7 @@ def in_non_capture_branch(text: str, pos: int, pairs: dict[int, int], opens: lis
         if close < pos:
             continue
         cond = _condition_before(text, b, pairs)
-        if cond is not None and _NEGATED_FLAG.match(cond):
+        if cond is not None and (_NEGATED_FLAG.match(cond) or _cache_miss(cond) or _env_switch(cond, text, b)):
             return True
         k = _skip_ws_back(text, b - 1)
         word, before = _word_back(text, k)

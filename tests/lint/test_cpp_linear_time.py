@@ -41,6 +41,10 @@ ADVERSARIAL = {
                       + "  run(x.data_ptr<float>(), 0);\n" * 24_000 + "}\n",
     # many CUTLASS operators and runs in one function
     "cutlass_ops": "void op(at::Tensor x) {\n" + "  Gemm g; g.run(a);\n" * 20_000 + "}\n",
+    # #if/#elif/#else branches each opening a brace (braces are counted in the first branch only)
+    "preprocessor_branches": "void f(){ k<<<1,1>>>(x);\n" + "#if A\n{\n#elif B\n{\n#else\n{\n#endif\n" * 16_000 + "}\n",
+    # nested #if never closed, then stray #else/#endif
+    "unclosed_conditionals": "#if A\nvoid f(){\n" * 20_000 + "#else\n}\n#endif\n" * 30_000,
     # many pool streams and pageable copies in one function
     "pool_and_copies": "void op(at::Tensor x) {\n  float v[4];\n"
                        + "  auto s = at::cuda::getStreamFromPool();\n"
