@@ -167,13 +167,12 @@ class CallerIndex:
 
     def _cpp_file(self, i: int) -> _CppFile | None:
         if i not in self._cpp:
-            from graphcheck.lint.engine import normalize_newlines
             from graphcheck.lint.files import decode
 
             try:
                 with open(self.files[i][0], "rb") as fh:
                     source = decode(fh.read(_MAX_FILE), "cpp")
-                self._cpp[i] = _CppFile(normalize_newlines(source))
+                self._cpp[i] = _CppFile(source.replace("\r\n", "\n").replace("\r", "\n"))
             except (OSError, ValueError, LookupError, SyntaxError):  # unreadable or undecodable: unknown, so live
                 self._cpp[i] = None
         return self._cpp[i]
