@@ -36,7 +36,7 @@ import torch
 import triton
 import triton.language as tl
 
-from graphcheck.kernels import _launch
+from graphcheck.kernels import _launch, _pdl
 from graphcheck.kernels import ops as _ops  # registers torch.ops.graphcheck.*  # noqa: F401
 
 __all__ = ["merge_attn_states", "merge_attn_states_reference", "graphcheck_cases"]
@@ -86,8 +86,9 @@ def _merge_attn_states_kernel(
     plse_st, plse_sh, slse_st, slse_sh, olse_st, olse_sh,
     HEAD_SIZE: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr,
     HEAD_MAJOR: tl.constexpr, HAS_OUT_LSE: tl.constexpr, LIMIT_MODE: tl.constexpr,
-    FP8_OUT: tl.constexpr, FP8_MAX: tl.constexpr, LOAD_FIRST: tl.constexpr,
+    FP8_OUT: tl.constexpr, FP8_MAX: tl.constexpr, LOAD_FIRST: tl.constexpr, PDL: tl.constexpr,
 ):
+    _pdl.enter(PDL)
     # One program merges ROWS (token, head) rows. Rows are numbered head-major
     # (consecutive rows = consecutive tokens of one head, matching the [H, N]
     # LSE layout) or token-major (matching [N, H] and the [N, H, D] outputs).
@@ -157,7 +158,8 @@ def _merge_attn_states_kernel(
 class _Plan:
     """Everything about one launch that follows from shapes, strides and dtypes."""
 
-    __slots__ = ("grid", "args", "constexprs", "num_warps", "limit_mode", "num_tokens", "num_heads", "empty")
+    __slots__ = ("grid", "args", "constexprs", "num_warps", "limit_mode", "num_tokens", "num_heads", "empty",
+                 "launch")
 
     def __init__(self, grid, strides, constexprs, num_warps, limit_mode, num_tokens, num_heads, empty):
         self.grid = grid
@@ -169,11 +171,13 @@ class _Plan:
         self.num_tokens = num_tokens
         self.num_heads = num_heads
         self.empty = empty
+        # launch options: programmatic dependent launch where the kernel waits for it
+        self.launch = {"num_warps": num_warps, **({"launch_pdl": True} if constexprs["PDL"] else {})}
 
 
 _PLANS: dict[tuple, _Plan] = {}
 _CONSTEXPR_ORDER = ("HEAD_SIZE", "BLOCK_D", "ROWS", "HEAD_MAJOR", "HAS_OUT_LSE", "LIMIT_MODE", "FP8_OUT", "FP8_MAX",
-                    "LOAD_FIRST")
+                    "LOAD_FIRST", "PDL")
 # programs with at most this many bytes of each input load both parts before the LSE math
 _LOAD_FIRST_BYTES = 2048
 
@@ -316,7 +320,9 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
     if device.type not in ("cuda", "cpu"):
         raise ValueError(f"tensors are on {device}: the Triton kernel needs a CUDA device (or the CPU interpreter)")
 
-    rows, num_warps, head_major = config or default_config(n, h, d, prefix_output.dtype, layout)
+    rows, num_warps, head_major, *rest = config or default_config(n, h, d, prefix_output.dtype, layout)
+    pdl = bool(rest[0]) if rest else _pdl.use(device)
+    pdl = pdl and _pdl.supported(device)
     def lse_strides(t):
         return (t.stride(1), t.stride(0)) if layout == "hn" else (t.stride(0), t.stride(1))
     olse = lse_strides(output_lse) if output_lse is not None else (0, 0)
@@ -327,7 +333,8 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
                       HEAD_MAJOR=bool(head_major), HAS_OUT_LSE=output_lse is not None,
                       LIMIT_MODE=limit_mode, FP8_OUT=fp8, FP8_MAX=_FP8_MAX,
                       LOAD_FIRST=(rows * _launch.next_pow2(max(1, d)) * prefix_output.dtype.itemsize
-                                  <= _LOAD_FIRST_BYTES))
+                                  <= _LOAD_FIRST_BYTES),
+                      PDL=pdl)
     grid = (_launch.cdiv(n * h, rows),)
     return _Plan(grid, strides, constexprs, num_warps, limit_mode, n, h, n * h * d == 0)
 
@@ -338,7 +345,7 @@ def _desc(t: Any) -> Any:
 
 def _merge(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse=None,
            prefill_tokens_with_context=None, output_scale=None, lse_layout="auto", config=None) -> None:
-    """The wrapper's body; ``config`` = (rows, num_warps, head_major) overrides the heuristic."""
+    """The wrapper's body; ``config`` = (rows, num_warps, head_major[, pdl]) overrides the heuristic."""
     limit = prefill_tokens_with_context
     # The plan key holds everything the checks and the launch depend on (shapes,
     # strides, dtypes, devices, which optional arguments are given) and no
@@ -380,7 +387,7 @@ def _merge(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_
         prefix_lse, suffix_lse, prefix_lse if output_lse is None else output_lse,
         limit_ptr, prefix_lse if output_scale is None else output_scale,
         limit_value, plan.num_tokens, plan.num_heads, *plan.args,
-        num_warps=plan.num_warps,
+        **plan.launch,
     )
 
 

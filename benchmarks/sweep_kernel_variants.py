@@ -1,0 +1,299 @@
+"""Sweep of kernel variants against the shipped launch, each checked for correctness first.
+
+Decode (``fp8_paged_mqa_logits``) on every shape of ``bench_mqa_logits.py``:
+the shipped configuration and candidates selected by ``PagedConfig`` (the
+prefetching per-row kernel at several warps, register caps and programs per SM;
+the shipped kernel with a register cap; programmatic dependent launch). Each
+candidate is checked against the float64 oracle of ``tests/kernels/mqa_check.py``
+on one shape per next_n and against the shipped kernel's output on every shape
+(same -inf mask, values to fp32 rounding), outputs poisoned with NaN first.
+
+``merge_attn_states`` at N = 256 and 4096 (bf16, H = 32, D = 128): the shipped
+launch with and without programmatic dependent launch and a few launch shapes,
+each checked against the float64 reference; plus the per-node cost of an empty
+kernel in a CUDA graph (with and without PDL), the floor under any tiny kernel.
+
+Times are device time per call inside a CUDA graph (``common.graph_ms``, inputs
+cycled past L2). ``--smoke`` runs tiny shapes on the CPU interpreter (wall
+clock, no graphs) to check the script itself.
+
+    python benchmarks/sweep_kernel_variants.py [--only paged|merge] [--json FILE] [--smoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import os
+import sys
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "kernels"))
+
+import common  # noqa: E402
+
+DECODE = dict(shapes=[(b, n, avg) for b in (64, 128) for n in (1, 2) for avg in (8192, 32768)]
+              + [(b, n, 8192, 16384) for b in (64, 128) for n in (1, 2)] + [(64, 2, 32768, 65536)],
+              heads=64, dim=128, block=64, max_model_len=111000, oracle=[(64, 1, 8192, 16384), (64, 2, 8192, 16384)])
+SMOKE_DECODE = dict(shapes=[(2, 1, 40), (2, 2, 60)], heads=16, dim=64, block=16, max_model_len=200,
+                    oracle=[(2, 1, 40), (2, 2, 60)])
+MERGE = dict(sizes=(256, 4096), heads=32, dim=128)
+SMOKE_MERGE = dict(sizes=(6, 40), heads=4, dim=64)
+DEVICE = "cuda"
+
+
+def _args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--only", choices=("paged", "merge"))
+    parser.add_argument("--smoke", action="store_true", help="tiny shapes on the CPU interpreter")
+    return parser.parse_args()
+
+
+def timed(calls: list, replays: int = 5) -> "float | None":
+    """Device ms per call in a graph (wall clock per call on the CPU); None and a message on failure."""
+    try:
+        if DEVICE == "cuda":
+            return common.graph_ms(calls, replays=replays)
+        calls[0]()
+        t0 = time.perf_counter()
+        calls[0]()
+        return (time.perf_counter() - t0) * 1e3
+    except Exception as exc:  # noqa: BLE001 - report, keep sweeping
+        print(f"  timing failed: {type(exc).__name__}: {str(exc)[:240]}", file=sys.stderr)
+        if DEVICE == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+        return None
+
+
+# ----------------------------------------------------------------------------- paged MQA decode
+
+
+def paged_variants(batch: int, next_n: int, blocks: int, sms: int, default) -> list:
+    """(name, PagedConfig) candidates for one shape; the first is the shipped launch."""
+    from graphcheck.kernels import _launch
+    from graphcheck.kernels import paged_mqa_logits as pm
+
+    def splits(per_sm: int, rows: int) -> int:
+        tiles = _launch.cdiv(next_n, rows)
+        return max(1, min(_launch.cdiv(per_sm * sms, batch * tiles), _launch.cdiv(blocks, pm.MIN_BLOCKS_PER_PROGRAM)))
+
+    rep = dataclasses.replace
+    out = [("shipped", default), ("shipped+pdl", rep(default, pdl=True))]
+    if next_n == 1:
+        pf = pm.PagedConfig(rows=1, splits=1, prefetch=True, tile_blocks=2, num_warps=4)
+        out += [
+            ("pf tb2 w4 16/SM", rep(pf, splits=splits(16, 1))),
+            ("pf tb2 w4 32/SM", rep(pf, splits=splits(32, 1))),
+            ("pf tb1 w4 32/SM", rep(pf, splits=splits(32, 1), tile_blocks=1)),
+            ("pf tb2 w8 16/SM", rep(pf, splits=splits(16, 1), num_warps=8)),
+            ("pf tb2 w4 32/SM pdl", rep(pf, splits=splits(32, 1), pdl=True)),
+        ]
+    else:
+        rows = default.rows
+        pf = pm.PagedConfig(rows=rows, splits=1, prefetch=True, tile_blocks=2, num_warps=8, maxnreg=128)
+        out += [
+            ("shipped m168", rep(default, maxnreg=168)),
+            ("shipped m168 32/SM", rep(default, maxnreg=168, splits=splits(32, rows))),
+            ("pf tb2 w8 m128 8/SM", rep(pf, splits=splits(8, rows))),
+            ("pf tb2 w8 m128 16/SM", rep(pf, splits=splits(16, rows))),
+            ("pf tb2 w8 m128 32/SM", rep(pf, splits=splits(32, rows))),
+            ("pf tb2 w8 m128 16/SM pdl", rep(pf, splits=splits(16, rows), pdl=True)),
+            ("pf tb2 w4 16/SM", rep(pf, splits=splits(16, rows), num_warps=4, maxnreg=0)),
+            ("pf tb2 w4 m168 16/SM", rep(pf, splits=splits(16, rows), num_warps=4, maxnreg=168)),
+        ]
+    return out
+
+
+def sweep_paged(spec: dict, bw_gbs: float, rows_out: list) -> None:
+    import torch
+    import triton
+
+    import mqa_check
+    from graphcheck.kernels import _fp8, fp8_paged_mqa_logits
+    from graphcheck.kernels import paged_mqa_logits as pm
+
+    heads, dim, bs = spec["heads"], spec["dim"], spec["block"]
+    sms = _fp8.sm_count(torch.device(DEVICE))
+    for shape_spec in spec["shapes"]:
+        batch, next_n, avg, *rest = shape_spec
+        mml = rest[0] if rest else spec["max_model_len"]
+        max_blocks = triton.cdiv(int(1.3 * avg), bs)
+        blocks = min(max_blocks, triton.cdiv(mml, bs))
+
+        make = functools.partial(pm.make_inputs, batch, next_n, heads, dim, bs, mml, device=DEVICE, avg_len=avg,
+                                 max_blocks=max_blocks)
+
+        first = make(seed=0)
+        key_bytes = int(first["context_lens"].long().sum()) * (dim + 4)
+        floor_us = (key_bytes + batch * next_n * mml * 4) / (bw_gbs * 1e9) * 1e6
+        copies = common.copies_for(first["kv_cache"].shape[0] * first["kv_cache"].stride(0)) if DEVICE == "cuda" else 1
+        sets = [first] + [make(seed=s) for s in range(1, copies)]
+        outs = [torch.empty(batch * next_n, mml, device=DEVICE) for _ in sets]
+        shape = f"B={batch} n={next_n} ctx={avg}" + (f" mml={mml}" if mml != spec["max_model_len"] else "")
+        default = pm.default_config(batch, next_n, heads, bs, mml, torch.device(DEVICE), max_blocks)
+        exp = mqa_check.paged_expected(first) if tuple(shape_spec) in [tuple(o) for o in spec["oracle"]] else None
+        base = None
+        for name, cfg in paged_variants(batch, next_n, blocks, sms, default):
+            row: dict[str, Any] = {"kernel": "paged", "shape": shape, "variant": name, "cfg": str(cfg),
+                                   "floor_us": floor_us}
+            try:
+                got = torch.full((batch * next_n, mml), float("nan"), device=DEVICE)
+                fp8_paged_mqa_logits(**first, out=got, config=cfg)
+                if exp is not None:
+                    res = mqa_check.check(got, exp)
+                    row["oracle"] = f"ok {res['worst_ratio']:.2f}"
+                if base is None:
+                    base = got
+                else:
+                    same_mask = torch.equal(torch.isneginf(got), torch.isneginf(base))
+                    valid = torch.isfinite(base)
+                    err = float((got[valid] - base[valid]).abs().max()) if valid.any() else 0.0
+                    row["vs_shipped"] = f"{'mask ok' if same_mask else 'MASK DIFFERS'} {err:.1e}"
+                    if not same_mask or not err <= 1e-3 or torch.isnan(got).any():
+                        raise AssertionError(f"differs from the shipped kernel: mask {same_mask}, max err {err}")
+                del got
+            except Exception as exc:  # noqa: BLE001 - a wrong or failing variant gets no time
+                row["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                print(f"  {shape} {name}: {row['error']}", file=sys.stderr)
+                rows_out.append(row)
+                continue
+            calls = [lambda s=s, o=o, c=cfg: fp8_paged_mqa_logits(**s, out=o, config=c)
+                     for s, o in zip(sets, outs)]
+            ms = timed(calls)
+            row["us"] = None if ms is None else ms * 1e3
+            row["frac_floor"] = None if ms is None else floor_us / (ms * 1e3)
+            rows_out.append(row)
+            print(f"  {shape:<28} {name:<26} {row['us']} us frac {row['frac_floor']}", file=sys.stderr)
+        del sets, outs, first, base, exp
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
+
+
+# ----------------------------------------------------------------------------- merge
+
+
+def _merge_set(torch, n: int, heads: int, dim: int, dtype, gen) -> dict:
+    """One merge input set: random parts and [H, N] LSEs, outputs poisoned with NaN."""
+    def lse():
+        return torch.randn(heads, n, device=DEVICE, generator=gen) * 4
+
+    return {"output": torch.full((n, heads, dim), float("nan"), dtype=dtype, device=DEVICE),
+            "prefix_output": torch.randn(n, heads, dim, device=DEVICE, generator=gen).to(dtype),
+            "prefix_lse": lse(),
+            "suffix_output": torch.randn(n, heads, dim, device=DEVICE, generator=gen).to(dtype),
+            "suffix_lse": lse(),
+            "output_lse": torch.full((heads, n), float("nan"), device=DEVICE)}
+
+
+def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
+    import torch
+    import triton
+    import triton.language as tl
+
+    from graphcheck.kernels import _pdl
+    from graphcheck.kernels import merge_attn as mas
+
+    heads, dim = spec["heads"], spec["dim"]
+    dtype = torch.bfloat16
+
+    @triton.jit
+    def _nop(x_ptr, PDL: tl.constexpr):
+        _pdl.enter(PDL)
+
+    if DEVICE == "cuda":
+        x = torch.empty(1, device=DEVICE)
+        for pdl in (False, True):
+            launch = {"launch_pdl": True} if pdl else {}
+            ms = common.graph_ms([lambda p=pdl, kw=launch: _nop[(1,)](x, PDL=p, **kw)], per_graph=100, replays=20)
+            rows_out.append({"kernel": "graph-node", "shape": "empty kernel, 1 program",
+                             "variant": "pdl" if pdl else "plain", "us": ms * 1e3})
+
+    for n in spec["sizes"]:
+        size = 3 * n * heads * dim * 2 + 3 * n * heads * 4
+        floor_us = size / (bw_gbs * 1e9) * 1e6
+        copies = common.copies_for(size) if DEVICE == "cuda" else 1
+        gen = torch.Generator(device=DEVICE).manual_seed(n)
+
+        sets = [_merge_set(torch, n, heads, dim, dtype, gen) for _ in range(copies)]
+        s0 = sets[0]
+        s0["prefix_lse"][0, : max(1, n // 10)] = float("inf")  # an empty prefix part (FlashAttention-2's +inf)
+        want, want_lse = mas.merge_attn_states_reference(s0["prefix_output"], s0["prefix_lse"], s0["suffix_output"],
+                                                         s0["suffix_lse"], compute_dtype=torch.float64,
+                                                         output_dtype=torch.float64)
+        rows, warps, head_major = mas.default_config(n, heads, dim, dtype, "hn")
+        cands = [("shipped", (rows, warps, head_major, False)), ("shipped+pdl", (rows, warps, head_major, True)),
+                 ("16x8 pdl", (16, 8, True, True)), ("4x2 pdl", (4, 2, True, True)), ("32x8 pdl", (32, 8, True, True)),
+                 ("4x1 token-major pdl", (4, 1, False, True))]
+        for name, cfg in cands:
+            row: dict[str, Any] = {"kernel": "merge", "shape": f"N={n} bf16 H={heads} D={dim}", "variant": name,
+                                   "cfg": str(cfg), "floor_us": floor_us}
+            try:
+                s0["output"].fill_(float("nan"))
+                s0["output_lse"].fill_(float("nan"))
+                mas._merge(**s0, lse_layout="hn", config=cfg)
+                torch.testing.assert_close(s0["output"].double(), want, atol=1e-3, rtol=1e-2)
+                torch.testing.assert_close(s0["output_lse"].double(), want_lse.double(), atol=1e-5, rtol=1e-5)
+                row["oracle"] = "ok"
+            except Exception as exc:  # noqa: BLE001
+                row["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                print(f"  merge N={n} {name}: {row['error']}", file=sys.stderr)
+                rows_out.append(row)
+                continue
+            calls = [lambda s=s, c=cfg: mas._merge(**s, lse_layout="hn", config=c) for s in sets]
+            if DEVICE == "cuda":
+                try:
+                    ms = common.graph_ms(calls, per_graph=100, replays=20)
+                except Exception as exc:  # noqa: BLE001
+                    print(f"  merge N={n} {name}: graph failed: {exc}", file=sys.stderr)
+                    torch.cuda.synchronize()
+                    ms = None
+            else:
+                ms = timed(calls)
+            row["us"] = None if ms is None else ms * 1e3
+            row["frac_floor"] = None if ms is None else floor_us / (ms * 1e3)
+            rows_out.append(row)
+            print(f"  merge N={n} {name:<22} {row['us']} us", file=sys.stderr)
+        del sets
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
+
+
+def main() -> int:
+    import torch
+
+    global DEVICE
+    args = _args()
+    if not torch.cuda.is_available():
+        if not args.smoke:
+            print("sweep_kernel_variants needs a CUDA device (or --smoke with TRITON_INTERPRET=1)", file=sys.stderr)
+            return 2
+        DEVICE = "cpu"
+        common.copies_for = lambda nbytes: 1
+    env = common.environment()
+    if DEVICE == "cuda":
+        common.warm_up_gpu()
+    bw = common.copy_bandwidth_gbs() if DEVICE == "cuda" else 1.0
+    env["copy_GBps"] = bw
+    print(f"{env}")
+    rows: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    if args.only in (None, "merge"):
+        sweep_merge(SMOKE_MERGE if args.smoke else MERGE, bw, rows)
+    if args.only in (None, "paged"):
+        sweep_paged(SMOKE_DECODE if args.smoke else DECODE, bw, rows)
+    common.print_table("variants (device µs per call inside a CUDA graph)", rows,
+                       ["kernel", "shape", "variant", "us", "floor_us", "frac_floor", "oracle", "vs_shipped", "error"])
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    common.write_json(args.json, env, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,54 @@
+"""Programmatic dependent launch (PDL) for the kernels: the launch flag and the device-side entry.
+
+With PDL (compute capability 9.0 and later) a kernel may be launched while the
+kernel before it on the stream is still finishing, so its launch and program
+set-up overlap that kernel's tail. That is safe only if the kernel waits for its
+predecessor before touching memory: :func:`enter` does exactly that
+(``griddepcontrol.wait``) as the kernel's first statement, and then lets the
+next PDL kernel start launching (``griddepcontrol.launch_dependents``; a kernel
+that honours PDL waits for this one to complete before it reads anything).
+Inside a CUDA graph, stream capture records the programmatic dependency as a
+graph edge; the dependency stays a full completion dependency for memory.
+
+``GRAPHCHECK_KERNELS_PDL=0`` in the environment turns it off; the Triton
+interpreter never uses it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+#: the process-wide switch (tests and benchmarks compare both settings)
+ENABLED = os.environ.get("GRAPHCHECK_KERNELS_PDL", "0") != "0"
+
+
+@functools.lru_cache(maxsize=None)
+def _capability(index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(index)
+
+
+def supported(device: torch.device) -> bool:
+    """Whether launches on ``device`` may use PDL (CUDA, compute capability >= 9.0)."""
+    if device.type != "cuda":
+        return False
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return _capability(index) >= (9, 0)
+
+
+def use(device: torch.device) -> bool:
+    """The default for a launch on ``device``: enabled and supported."""
+    return ENABLED and supported(device)
+
+
+@triton.jit
+def enter(PDL: tl.constexpr):
+    """First statement of a kernel: with PDL, wait until the previous kernel's work is complete and
+    visible, then allow the next PDL kernel to launch."""
+    if PDL:
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
