@@ -179,6 +179,28 @@ def sweep_paged(spec: dict, bw_gbs: float, rows_out: list) -> None:
 # ----------------------------------------------------------------------------- merge
 
 
+def _nop_kernel():
+    """An empty kernel (optionally entered through PDL), defined at module level for Triton's globals."""
+    global _NOP
+    if _NOP is None:
+        import triton
+        import triton.language as tl
+
+        from graphcheck.kernels import _pdl
+
+        globals().update(tl=tl, _pdl=_pdl)
+
+        @triton.jit
+        def nop(x_ptr, PDL: tl.constexpr):
+            _pdl.enter(PDL)
+
+        _NOP = nop
+    return _NOP
+
+
+_NOP = None
+
+
 def _merge_set(torch, n: int, heads: int, dim: int, dtype, gen) -> dict:
     """One merge input set: random parts and [H, N] LSEs, outputs poisoned with NaN."""
     def lse():
@@ -194,18 +216,13 @@ def _merge_set(torch, n: int, heads: int, dim: int, dtype, gen) -> dict:
 
 def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
     import torch
-    import triton
-    import triton.language as tl
 
-    from graphcheck.kernels import _pdl
     from graphcheck.kernels import merge_attn as mas
+
+    _nop = _nop_kernel()
 
     heads, dim = spec["heads"], spec["dim"]
     dtype = torch.bfloat16
-
-    @triton.jit
-    def _nop(x_ptr, PDL: tl.constexpr):
-        _pdl.enter(PDL)
 
     if DEVICE == "cuda":
         x = torch.empty(1, device=DEVICE)
