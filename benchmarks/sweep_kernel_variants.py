@@ -76,7 +76,7 @@ def timed(calls: list, replays: int = 5) -> "float | None":
 
 
 def paged_variants(batch: int, next_n: int, blocks: int, sms: int, default) -> list:
-    """(name, PagedConfig) candidates for one shape; the first is the shipped launch."""
+    """(name, PagedConfig) candidates for one shape; the first is the shipped launch, the last its re-run."""
     from graphcheck.kernels import _launch
     from graphcheck.kernels import paged_mqa_logits as pm
 
@@ -86,28 +86,17 @@ def paged_variants(batch: int, next_n: int, blocks: int, sms: int, default) -> l
 
     rep = dataclasses.replace
     out = [("shipped", default), ("shipped+pdl", rep(default, pdl=True))]
-    if next_n == 1:
-        pf = pm.PagedConfig(rows=1, splits=1, prefetch=True, tile_blocks=2, num_warps=4)
+    if next_n > 1:
+        # one query row per program (the next_n = 1 kernel), the rows of a request side by side
+        one = pm.PagedConfig(rows=1, splits=1, num_warps=4, num_stages=3, pdl=True, rows_first=True)
         out += [
-            ("pf tb2 w4 16/SM", rep(pf, splits=splits(16, 1))),
-            ("pf tb2 w4 32/SM", rep(pf, splits=splits(32, 1))),
-            ("pf tb1 w4 32/SM", rep(pf, splits=splits(32, 1), tile_blocks=1)),
-            ("pf tb2 w8 16/SM", rep(pf, splits=splits(16, 1), num_warps=8)),
-            ("pf tb2 w4 32/SM pdl", rep(pf, splits=splits(32, 1), pdl=True)),
+            ("rows1 rows-first 16/SM pdl", rep(one, splits=splits(16, 1))),
+            ("rows1 rows-first 32/SM pdl", rep(one, splits=splits(32, 1))),
+            ("rows1 rows-first 64/SM pdl", rep(one, splits=splits(64, 1))),
+            ("rows1 rows-first 32/SM", rep(one, splits=splits(32, 1), pdl=False)),
+            ("rows1 batch-first 32/SM pdl", rep(one, splits=splits(32, 1), rows_first=False)),
         ]
-    else:
-        rows = default.rows
-        pf = pm.PagedConfig(rows=rows, splits=1, prefetch=True, tile_blocks=2, num_warps=8, maxnreg=128)
-        out += [
-            ("shipped m168", rep(default, maxnreg=168)),
-            ("shipped m168 32/SM", rep(default, maxnreg=168, splits=splits(32, rows))),
-            ("pf tb2 w8 m128 8/SM", rep(pf, splits=splits(8, rows))),
-            ("pf tb2 w8 m128 16/SM", rep(pf, splits=splits(16, rows))),
-            ("pf tb2 w8 m128 32/SM", rep(pf, splits=splits(32, rows))),
-            ("pf tb2 w8 m128 16/SM pdl", rep(pf, splits=splits(16, rows), pdl=True)),
-            ("pf tb2 w4 16/SM", rep(pf, splits=splits(16, rows), num_warps=4, maxnreg=0)),
-            ("pf tb2 w4 m168 16/SM", rep(pf, splits=splits(16, rows), num_warps=4, maxnreg=168)),
-        ]
+    out.append(("shipped (again)", default))
     return out
 
 
@@ -245,9 +234,14 @@ def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
                                                          s0["suffix_lse"], compute_dtype=torch.float64,
                                                          output_dtype=torch.float64)
         rows, warps, head_major = mas.default_config(n, heads, dim, dtype, "hn")
-        cands = [("shipped", (rows, warps, head_major, False)), ("shipped+pdl", (rows, warps, head_major, True)),
-                 ("16x8 pdl", (16, 8, True, True)), ("4x2 pdl", (4, 2, True, True)), ("32x8 pdl", (32, 8, True, True)),
-                 ("4x1 token-major pdl", (4, 1, False, True))]
+        shipped = (rows, warps, head_major)
+        shapes = [("shipped", shipped), ("4x1 token-major", (4, 1, False)), ("2x1 token-major", (2, 1, False)),
+                  ("8x1 token-major", (8, 1, False)), ("8x2 token-major", (8, 2, False)),
+                  ("8x4 token-major", (8, 4, False)), ("4x2 head-major", (4, 2, True))]
+        if n > 1024:
+            shapes = shapes[:2] + shapes[5:6]
+        cands = [(f"{name}{' pdl' if pdl else ''}", (*cfg, pdl)) for name, cfg in shapes for pdl in (False, True)]
+        cands += [("shipped (again)", (*shipped, False)), ("shipped pdl (again)", (*shipped, True))]
         for name, cfg in cands:
             row: dict[str, Any] = {"kernel": "merge", "shape": f"N={n} bf16 H={heads} D={dim}", "variant": name,
                                    "cfg": str(cfg), "floor_us": floor_us}

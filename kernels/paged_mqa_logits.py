@@ -36,10 +36,8 @@ class PagedConfig:
     fill_n: int = 1024  # columns per -inf fill store
     split_rows: bool = False  # one dot per query row (rows <= 4) instead of one dot over all rows
     pair_blocks: bool = False  # two KV blocks (2·block_size keys) per dot
-    prefetch: bool = False  # per-row kernel that loads the next key tile while scoring this one
-    tile_blocks: int = 0  # KV blocks per key tile of the prefetch kernel (0: 2 with pair_blocks, else 1)
-    maxnreg: int = 0  # register cap per thread (0: the compiler's choice); more resident programs per SM
     pdl: bool = False  # programmatic dependent launch (graphcheck.kernels._pdl); ignored where unsupported
+    rows_first: bool = False  # row tiles on the grid's fastest axis: a request's row programs run side by side
 
 
 #: programs per SM the key axis is split into, one query row per program (H200 sweep: 32-64 best)
@@ -134,13 +132,19 @@ def _paged_mqa_logits_kernel(
     ROWS: tl.constexpr, GN: tl.constexpr,
     LENS_2D: tl.constexpr, CLEAN: tl.constexpr, FP8_DOT: tl.constexpr, REDUCE_DOT: tl.constexpr,
     SPLIT_ROWS: tl.constexpr, PAIR: tl.constexpr, KEYS: tl.constexpr,
-    FILL_N: tl.constexpr, NUM_STAGES: tl.constexpr, PDL: tl.constexpr,
+    FILL_N: tl.constexpr, NUM_STAGES: tl.constexpr, PDL: tl.constexpr, ROWS_FIRST: tl.constexpr,
 ):
     _pdl.enter(PDL)
-    b = tl.program_id(0)
     split = tl.program_id(1)
     splits = tl.num_programs(1)
-    row0 = tl.program_id(2) * ROWS
+    if ROWS_FIRST:
+        # grid (row tiles, splits, B): the programs of one request's row tiles are launched next to
+        # each other and read the same key tiles at about the same time (the second read is an L2 hit)
+        b = tl.program_id(2)
+        row0 = tl.program_id(0) * ROWS
+    else:
+        b = tl.program_id(0)
+        row0 = tl.program_id(2) * ROWS
     limit = tl.minimum(max_model_len, max_blocks * BS)
     d = tl.arange(0, D)
 
@@ -248,126 +252,6 @@ def _paged_mqa_logits_kernel(
 
     if CLEAN:
         # Everything past the last computed tile is invalid for every row here.
-        f = tl.arange(0, FILL_N)
-        rr = tl.arange(0, ROWS)
-        fill_rows = out_ptr + (b * next_n + row0 + rr).to(tl.int64) * stride_or
-        fill_ok = (row0 + rr) < next_n
-        neg = tl.full([ROWS, FILL_N], float("-inf"), tl.float32)
-        for f0 in tl.range(num_tiles * KEYS + split * FILL_N, max_model_len, splits * FILL_N):
-            pos = f0 + f
-            tl.store(fill_rows[:, None] + pos[None, :], neg, mask=fill_ok[:, None] & (pos[None, :] < max_model_len))
-
-
-@triton.jit
-def _key_ids(bt_row, tile, num_blocks, num_kv_blocks, stride_btk, t, BS: tl.constexpr, KEYS: tl.constexpr):
-    """[KEYS] physical block id of each key slot of tile ``tile``; -1 past the sequence's blocks or out of range.
-
-    Table entries at or past ``num_blocks`` are never read (they may hold anything).
-    """
-    blk = tile * (KEYS // BS) + t // BS
-    raw = tl.load(bt_row + blk * stride_btk, mask=blk < num_blocks, other=-1)
-    return tl.where((raw >= 0) & (raw < num_kv_blocks), raw, -1)
-
-
-@triton.jit
-def _load_keys(kv_ptr, ids, t, d, stride_kv, BS: tl.constexpr, D: tl.constexpr, FP8_DOT: tl.constexpr):
-    """The key tile [KEYS, D] (fp8, or raw bytes without the FP8 dot) and its [KEYS] scales; slots with
-    id -1 read nothing (zeros)."""
-    ok = ids >= 0
-    base = kv_ptr + tl.maximum(ids, 0).to(tl.int64) * stride_kv
-    slot = t % BS
-    k_ptrs = base[:, None] + (slot * D)[:, None] + d[None, :]
-    if FP8_DOT:
-        k = tl.load(k_ptrs.to(tl.pointer_type(tl.float8e4nv)), mask=ok[:, None], other=0.0)
-    else:
-        k = tl.load(k_ptrs, mask=ok[:, None], other=0)
-    scale = tl.load((base + BS * D).to(tl.pointer_type(tl.float32)) + slot, mask=ok, other=0.0)
-    return k, scale
-
-
-@triton.jit(do_not_specialize=["num_kv_blocks"])
-def _paged_mqa_logits_prefetch_kernel(
-    q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr,
-    stride_qb, stride_qn, stride_qh, stride_qd,
-    stride_kv,
-    stride_wr, stride_wh,
-    stride_lb, stride_ln,
-    stride_btb, stride_btk,
-    stride_or,
-    next_n, max_model_len, max_blocks, num_kv_blocks,
-    H: tl.constexpr, D: tl.constexpr, BS: tl.constexpr, ROWS: tl.constexpr, KEYS: tl.constexpr,
-    LENS_2D: tl.constexpr, CLEAN: tl.constexpr, FP8_DOT: tl.constexpr, FILL_N: tl.constexpr,
-    PDL: tl.constexpr,
-):
-    """The per-row kernel (one dot per query row, ROWS in 1, 2, 4) with software prefetch.
-
-    A program scores key tiles ``split, split + splits, ...`` of request ``b``. While it scores
-    one tile, the loads of the next tile's keys and scales and of the block ids of the tile
-    after that are already in flight: the key loads never wait on a block-table read, and the
-    memory latency hides behind the tensor-core and ReLU/head-sum work of the current tile
-    (Triton's own pipeliner issues each key load only after the previous tile's math).
-    """
-    _pdl.enter(PDL)
-    b = tl.program_id(0)
-    split = tl.program_id(1)
-    splits = tl.num_programs(1)
-    row0 = tl.program_id(2) * ROWS
-    limit = tl.minimum(max_model_len, max_blocks * BS)
-    d = tl.arange(0, D)
-
-    q0, w0 = _load_row_query(q_ptr, w_ptr, b, row0, next_n, stride_qb, stride_qn, stride_qh, stride_qd,
-                             stride_wr, stride_wh, H, D, FP8_DOT)
-    end0 = _row_end(lens_ptr, b, row0, next_n, limit, stride_lb, stride_ln, LENS_2D)
-    end_max = end0
-    if ROWS >= 2:
-        q1, w1 = _load_row_query(q_ptr, w_ptr, b, row0 + 1, next_n, stride_qb, stride_qn, stride_qh,
-                                 stride_qd, stride_wr, stride_wh, H, D, FP8_DOT)
-        end1 = _row_end(lens_ptr, b, row0 + 1, next_n, limit, stride_lb, stride_ln, LENS_2D)
-        end_max = tl.maximum(end_max, end1)
-    if ROWS >= 4:
-        q2, w2 = _load_row_query(q_ptr, w_ptr, b, row0 + 2, next_n, stride_qb, stride_qn, stride_qh,
-                                 stride_qd, stride_wr, stride_wh, H, D, FP8_DOT)
-        q3, w3 = _load_row_query(q_ptr, w_ptr, b, row0 + 3, next_n, stride_qb, stride_qn, stride_qh,
-                                 stride_qd, stride_wr, stride_wh, H, D, FP8_DOT)
-        end2 = _row_end(lens_ptr, b, row0 + 2, next_n, limit, stride_lb, stride_ln, LENS_2D)
-        end3 = _row_end(lens_ptr, b, row0 + 3, next_n, limit, stride_lb, stride_ln, LENS_2D)
-        end_max = tl.maximum(end_max, tl.maximum(end2, end3))
-    num_blocks = tl.cdiv(end_max, BS)
-    num_tiles = tl.cdiv(num_blocks, KEYS // BS)
-
-    t = tl.arange(0, KEYS)
-    bt_row = bt_ptr + b.to(tl.int64) * stride_btb
-    # Prologue: this program's first tile, and the block ids of its second.
-    ids = _key_ids(bt_row, split, num_blocks, num_kv_blocks, stride_btk, t, BS, KEYS)
-    k, scale = _load_keys(kv_ptr, ids, t, d, stride_kv, BS, D, FP8_DOT)
-    ids_next = _key_ids(bt_row, split + splits, num_blocks, num_kv_blocks, stride_btk, t, BS, KEYS)
-    row = b * next_n + row0
-    for tile in tl.range(split, num_tiles, splits, num_stages=1):
-        # Issued before this tile's math; a tile past the end has ids -1 and reads nothing.
-        k_next, scale_next = _load_keys(kv_ptr, ids_next, t, d, stride_kv, BS, D, FP8_DOT)
-        ids_after = _key_ids(bt_row, tile + 2 * splits, num_blocks, num_kv_blocks, stride_btk, t, BS, KEYS)
-        bad = ids < 0
-        if FP8_DOT:
-            kk = k
-        else:
-            kk = decode_e4m3(k)
-        p = tile * KEYS + t
-        _store_row(out_ptr, row, stride_or, p, _masked(_row_scores(kk, q0, w0) * scale, bad), end0,
-                   row0 < next_n, max_model_len, CLEAN)
-        if ROWS >= 2:
-            _store_row(out_ptr, row + 1, stride_or, p, _masked(_row_scores(kk, q1, w1) * scale, bad), end1,
-                       row0 + 1 < next_n, max_model_len, CLEAN)
-        if ROWS >= 4:
-            _store_row(out_ptr, row + 2, stride_or, p, _masked(_row_scores(kk, q2, w2) * scale, bad), end2,
-                       row0 + 2 < next_n, max_model_len, CLEAN)
-            _store_row(out_ptr, row + 3, stride_or, p, _masked(_row_scores(kk, q3, w3) * scale, bad), end3,
-                       row0 + 3 < next_n, max_model_len, CLEAN)
-        k = k_next
-        scale = scale_next
-        ids = ids_next
-        ids_next = ids_after
-
-    if CLEAN:
         f = tl.arange(0, FILL_N)
         rr = tl.arange(0, ROWS)
         fill_rows = out_ptr + (b * next_n + row0 + rr).to(tl.int64) * stride_or
@@ -524,33 +408,15 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
                                    max_blocks=block_tables.shape[1])
     if cfg.split_rows and (cfg.rows not in (1, 2, 4) or cfg.reduce_dot):
         raise ValueError(f"split_rows needs rows in (1, 2, 4) and reduce_dot=False, got {cfg}")
-    if cfg.prefetch and (cfg.rows not in (1, 2, 4) or cfg.reduce_dot or cfg.tile_blocks not in (0, 1, 2, 4)):
-        raise ValueError(f"prefetch needs rows in (1, 2, 4), reduce_dot=False and tile_blocks in (0, 1, 2, 4), got {cfg}")
     use_fp8 = _fp8.native_fp8_dot(device) if fp8_dot is None else bool(fp8_dot)
     lens_2d = context_lens.dim() == 2
     gn = max(16, cfg.rows) if cfg.reduce_dot else cfg.rows
-    grid = (batch, cfg.splits, _launch.cdiv(next_n, cfg.rows))
+    rows_first = cfg.rows_first and batch <= 65535  # the grid's z extent
+    row_tiles = _launch.cdiv(next_n, cfg.rows)
+    grid = (row_tiles, cfg.splits, batch) if rows_first else (batch, cfg.splits, row_tiles)
     q_arg = q if use_fp8 else q.view(torch.uint8)
     pdl = cfg.pdl and _pdl.supported(device)
-    extra: dict[str, Any] = {"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}
-    if pdl:
-        extra["launch_pdl"] = True
-    if cfg.prefetch:
-        tile_blocks = cfg.tile_blocks or (2 if cfg.pair_blocks else 1)
-        _paged_mqa_logits_prefetch_kernel[grid](
-            q_arg, kv_cache, weights, context_lens, block_tables, out,
-            q.stride(0), q.stride(1), q.stride(2), q.stride(3),
-            kv_cache.stride(0),
-            weights.stride(0), weights.stride(1),
-            context_lens.stride(0), context_lens.stride(1) if lens_2d else 0,
-            block_tables.stride(0), block_tables.stride(1),
-            out.stride(0),
-            next_n, max_model_len, block_tables.shape[1], kv_cache.shape[0],
-            H=heads, D=dim, BS=block_size, ROWS=cfg.rows, KEYS=block_size * tile_blocks,
-            LENS_2D=lens_2d, CLEAN=clean_logits, FP8_DOT=use_fp8, FILL_N=cfg.fill_n, PDL=pdl,
-            num_warps=cfg.num_warps, num_stages=1, **extra,
-        )
-        return out
+    extra = {"launch_pdl": True} if pdl else {}
     _paged_mqa_logits_kernel[grid](
         q_arg, kv_cache, weights, context_lens, block_tables, out,
         q.stride(0), q.stride(1), q.stride(2), q.stride(3),
@@ -563,7 +429,7 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
         H=heads, D=dim, BS=block_size, ROWS=cfg.rows, GN=gn,
         LENS_2D=lens_2d, CLEAN=clean_logits, FP8_DOT=use_fp8, REDUCE_DOT=cfg.reduce_dot,
         SPLIT_ROWS=cfg.split_rows, PAIR=cfg.pair_blocks, KEYS=block_size * (2 if cfg.pair_blocks else 1),
-        FILL_N=cfg.fill_n, NUM_STAGES=cfg.num_stages, PDL=pdl,
+        FILL_N=cfg.fill_n, NUM_STAGES=cfg.num_stages, PDL=pdl, ROWS_FIRST=rows_first,
         num_warps=cfg.num_warps, **extra,
     )
     return out
