@@ -41,7 +41,7 @@ DECODE = dict(shapes=[(b, n, avg) for b in (64, 128) for n in (1, 2) for avg in 
               heads=64, dim=128, block=64, max_model_len=111000, oracle=[(64, 1, 8192, 16384), (64, 2, 8192, 16384)])
 SMOKE_DECODE = dict(shapes=[(2, 1, 40), (2, 2, 60)], heads=16, dim=64, block=16, max_model_len=200,
                     oracle=[(2, 1, 40), (2, 2, 60)])
-MERGE = dict(sizes=(256, 4096), heads=32, dim=128)
+MERGE = dict(sizes=(256, 4096, 65536), heads=32, dim=128)
 SMOKE_MERGE = dict(sizes=(6, 40), heads=4, dim=64)
 DEVICE = "cuda"
 
@@ -238,10 +238,13 @@ def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
         shapes = [("shipped", shipped), ("4x1 token-major", (4, 1, False)), ("2x1 token-major", (2, 1, False)),
                   ("8x1 token-major", (8, 1, False)), ("8x2 token-major", (8, 2, False)),
                   ("8x4 token-major", (8, 4, False)), ("4x2 head-major", (4, 2, True))]
-        if n > 1024:
+        if n > 16384:
+            shapes = shapes[:1]
+        elif n > 1024:
             shapes = shapes[:2] + shapes[5:6]
         cands = [(f"{name}{' pdl' if pdl else ''}", (*cfg, pdl)) for name, cfg in shapes for pdl in (False, True)]
         cands += [("shipped (again)", (*shipped, False)), ("shipped pdl (again)", (*shipped, True))]
+        per_graph = 100 if n <= 4096 else 20
         for name, cfg in cands:
             row: dict[str, Any] = {"kernel": "merge", "shape": f"N={n} bf16 H={heads} D={dim}", "variant": name,
                                    "cfg": str(cfg), "floor_us": floor_us}
@@ -260,7 +263,7 @@ def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
             calls = [lambda s=s, c=cfg: mas._merge(**s, lse_layout="hn", config=c) for s in sets]
             if DEVICE == "cuda":
                 try:
-                    ms = common.graph_ms(calls, per_graph=100, replays=20)
+                    ms = common.graph_ms(calls, per_graph=per_graph, replays=20 if n <= 4096 else 5)
                 except Exception as exc:  # noqa: BLE001
                     print(f"  merge N={n} {name}: graph failed: {exc}", file=sys.stderr)
                     torch.cuda.synchronize()
