@@ -24,7 +24,7 @@ import triton
 import triton.language as tl
 
 #: the process-wide switch (tests and benchmarks compare both settings)
-ENABLED = os.environ.get("GRAPHCHECK_KERNELS_PDL", "0") != "0"
+ENABLED = os.environ.get("GRAPHCHECK_KERNELS_PDL", "1") != "0"
 
 
 @functools.lru_cache(maxsize=None)

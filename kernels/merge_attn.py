@@ -54,6 +54,11 @@ _MIN_PROGRAMS = 512
 # from this many ~8 KiB programs on, big programs (four 16-byte accesses per thread per input) win;
 # below it, small ones (one access per thread at four warps) do: H200 sweep, 2026-12-01 run 1
 _LARGE_PROGRAMS = 16384
+# grids of at most this many 1 KiB one-warp programs (one wave: 32 resident per SM) take them, with
+# programmatic dependent launch: 3.1 µs against 3.4 µs at N = 256, H = 32, D = 128 bf16 (H200 runs
+# kernels-s2-1/2); with more programs than one wave they lose (40 µs against 26 µs at N = 4096)
+_SMALL_GRID = 4096
+_SMALL_PROGRAM_BYTES = 1024
 
 
 @triton.jit
@@ -188,11 +193,12 @@ def default_config(num_tokens: int, num_heads: int, head_size: int, dtype: torch
 
     Large problems (at least ``_LARGE_PROGRAMS`` programs of about 8 KiB of each
     input): about 8 KiB per program, four 16-byte accesses per thread per input.
-    Smaller ones: about 2 KiB per program at four warps, one access per thread per
+    Mid-size ones: about 2 KiB per program at four warps, one access per thread per
     input, so that many short programs spread the work and finish together (on an
     H200 at N = 4096, H = 32, D = 128 bf16: 26.7 µs against 28.6 µs for the big
-    programs); one row per program when even that leaves fewer than
-    ``_MIN_PROGRAMS`` programs. The row count takes few values per head size so
+    programs). Small ones (at most ``_SMALL_GRID`` programs of 1 KiB, one wave):
+    one warp per program over consecutive rows in token-major order; one row per
+    program when even that leaves fewer than ``_MIN_PROGRAMS`` programs. The row count takes few values per head size so
     that a sweep of shapes compiles few variants.
     """
     elem = dtype.itemsize
@@ -204,6 +210,11 @@ def default_config(num_tokens: int, num_heads: int, head_size: int, dtype: torch
         rows = target
         num_warps = max(1, min(8, (rows * block_d) // (vec * 32 * 4)))
         return rows, num_warps, layout == "hn"
+    small_rows = max(1, _SMALL_PROGRAM_BYTES // (block_d * elem))
+    if _launch.cdiv(n_rows, small_rows) <= _SMALL_GRID:
+        # One wave of one-warp programs over consecutive rows of a token (one contiguous span).
+        rows = small_rows if _launch.cdiv(n_rows, small_rows) >= _MIN_PROGRAMS else 1
+        return rows, 1, False
     rows = max(1, min(target, 2048 // (block_d * elem)))
     if _launch.cdiv(n_rows, rows) < _MIN_PROGRAMS:
         rows = 1

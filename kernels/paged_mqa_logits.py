@@ -59,13 +59,20 @@ def default_config(batch: int, next_n: int, heads: int, block_size: int, max_mod
     per_row = rows in (2, 4)  # the per-row variant holds at most four query tiles
     # Many programs per SM even out requests of different lengths, but each should still
     # walk several blocks of the table.
+    pdl = _pdl.use(device)
+    if next_n == 2:
+        # One query row per program, the two programs of a request's key range launched side by
+        # side (the second read of each key tile is an L2 hit): on every next_n = 2 shape of the
+        # H200 runs kernels-s2-2 as fast as or 1-4% faster than the per-row pair kernel below.
+        rows, row_tiles, per_row = 1, 2, False
     target = (PROGRAMS_PER_SM_ROWS if per_row else PROGRAMS_PER_SM) * _fp8.sm_count(device)
     splits = max(1, min(_launch.cdiv(target, batch * row_tiles), _launch.cdiv(blocks, MIN_BLOCKS_PER_PROGRAM)))
     if not per_row:
-        return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=3)
+        return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=3, pdl=pdl, rows_first=next_n == 2)
     # Several query rows: a dot per row (no reshape for the head sum) over two KV blocks
-    # at a time was fastest on every next_n = 2 shape of the H200 sweeps (docs/benchmarks.md).
-    return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=4, split_rows=True, pair_blocks=True)
+    # at a time was fastest on every next_n = 2 shape of the 2026-11-29 H200 sweeps (docs/benchmarks.md).
+    return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=4, split_rows=True, pair_blocks=True,
+                       pdl=pdl)
 
 
 @triton.jit

@@ -68,8 +68,11 @@ def test_rows_first_matches_the_float64_oracle(case, clean):
     assert torch.equal(view[written].view(torch.int32), other[written].view(torch.int32))
 
 
-def test_default_config_is_row_major_only_where_it_is_measured():
+def test_default_config_puts_rows_first_for_next_n_2_only():
     cpu = torch.device("cpu")
-    for batch, next_n in [(64, 1), (64, 2), (128, 2), (2, 4)]:
-        cfg = paged_mqa_logits.default_config(batch, next_n, 64, 64, 16384, cpu, max_blocks=167)
-        assert isinstance(cfg.rows_first, bool) and isinstance(cfg.pdl, bool)
+    for batch, next_n, heads in [(64, 1, 64), (64, 2, 64), (128, 2, 64), (2, 4, 64), (8, 3, 128), (4, 2, 32)]:
+        cfg = paged_mqa_logits.default_config(batch, next_n, heads, 64, 16384, cpu, max_blocks=167)
+        assert cfg.rows_first is (next_n == 2)
+        if next_n == 2:  # one row per program, the next_n = 1 kernel
+            assert (cfg.rows, cfg.split_rows, cfg.pair_blocks, cfg.num_stages) == (1, False, False, 3)
+        assert cfg.pdl is False  # no programmatic dependent launch off the GPU
