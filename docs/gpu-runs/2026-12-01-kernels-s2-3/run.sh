@@ -9,11 +9,11 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . > "$OUT/pip.log" 2
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } > "$OUT/env.txt" 2>&1
 t0=$(date +%s)
-timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/kernels > "$OUT/tests.log" 2>&1
+timeout 200 python3 -m pytest -m gpu -n 4 -q -p no:cacheprovider tests/kernels > "$OUT/tests.log" 2>&1
 echo "gpu tests rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/tests.log"
 t0=$(date +%s)
-timeout 60 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_paged_row_order.py >> "$OUT/tests.log" 2>&1
-echo "row-order tests on the GPU rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/tests.log"
+timeout 90 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_paged_row_order.py tests/reliability/test_kernel_bounds.py >> "$OUT/tests.log" 2>&1
+echo "row-order and kernel-bounds tests on the GPU rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/tests.log"
 grep -E "passed|failed|^FAILED|^ERROR" "$OUT/tests.log" | head -12
 t0=$(date +%s)
 timeout 100 python3 benchmarks/bench_merge_attn_states.py --json "$OUT/bench-merge.json" > "$OUT/bench-merge.log" 2>&1
