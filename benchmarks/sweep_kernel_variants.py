@@ -54,7 +54,7 @@ def _args():
     return parser.parse_args()
 
 
-def timed(calls: list, replays: int = 5) -> "float | None":
+def timed(calls: list, replays: int = 5) -> float | None:
     """Device ms per call in a graph (wall clock per call on the CPU); None and a message on failure."""
     try:
         if DEVICE == "cuda":
@@ -101,10 +101,10 @@ def paged_variants(batch: int, next_n: int, blocks: int, sms: int, default) -> l
 
 
 def sweep_paged(spec: dict, bw_gbs: float, rows_out: list) -> None:
+    import mqa_check
     import torch
     import triton
 
-    import mqa_check
     from graphcheck.kernels import _fp8, fp8_paged_mqa_logits
     from graphcheck.kernels import paged_mqa_logits as pm
 

@@ -27,7 +27,7 @@ import triton.language as tl
 ENABLED = os.environ.get("GRAPHCHECK_KERNELS_PDL", "1") != "0"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _capability(index: int) -> tuple[int, int]:
     return torch.cuda.get_device_capability(index)
 

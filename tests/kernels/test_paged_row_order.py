@@ -20,11 +20,13 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from graphcheck.kernels import fp8_paged_mqa_logits  # noqa: E402 - the interpreter flag must be set first
-from graphcheck.kernels import paged_mqa_logits  # noqa: E402
-from graphcheck.kernels.paged_mqa_logits import PagedConfig  # noqa: E402
-
 import mqa_check  # noqa: E402
+
+from graphcheck.kernels import (
+    fp8_paged_mqa_logits,  # noqa: E402 - the interpreter flag must be set first
+    paged_mqa_logits,  # noqa: E402
+)
+from graphcheck.kernels.paged_mqa_logits import PagedConfig  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -12,10 +12,10 @@ replay's values.
 
 from __future__ import annotations
 
+import mqa_check
 import pytest
 import torch
 
-import mqa_check
 from graphcheck.kernels import _pdl, fp8_paged_mqa_logits, merge_attn, paged_mqa_logits
 from graphcheck.kernels.paged_mqa_logits import PagedConfig
 
