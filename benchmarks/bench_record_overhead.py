@@ -35,6 +35,8 @@ def main() -> int:
         print("needs a CUDA GPU", file=sys.stderr)
         return 2
 
+    phases: dict[str, list[float]] = {}
+
     def capture_once(record: bool) -> tuple[float, int, int]:
         cache = PagedKVCache(max(args.batch_sizes), 1024, 64, 16, torch.device("cuda"))
         engine = Engine(ToyDecoder(cache), cache, args.batch_sizes)
@@ -45,11 +47,15 @@ def main() -> int:
             return time.perf_counter() - started, 0, 0
         with graphcheck.recording(None) as session:
             engine.capture()
+        seconds = time.perf_counter() - started
+        for phase, spent in getattr(session, "overhead", {}).items():  # absent before the phases were timed
+            phases.setdefault(phase, []).append(spent)
         ops = sum(sum(cap.ops.values()) for cap in session.captures)
-        return time.perf_counter() - started, len(session.functions), ops
+        return seconds, len(session.functions), ops
 
     capture_once(False)  # compiles every kernel
     first = capture_once(True)[0]  # imports and sets up what recording needs, once per process
+    phases.clear()
     plain, recorded = [], []
     functions = ops = 0
     for _ in range(args.rounds):
@@ -66,6 +72,9 @@ def main() -> int:
           f"{functions} functions, {ops} dispatched ops recorded over {n} captures")
     print(f"overhead:  {r / p:.2f}x, {(r - p) * 1e3 / n:.1f} ms per capture "
           f"({(r - p) * 1e6 / max(1, ops):.0f} us per dispatched op under capture)")
+    if phases:
+        shown = ", ".join(f"{name} {statistics.median(v) * 1e3 / n:.2f} ms" for name, v in sorted(phases.items()))
+        print(f"recording's own calls per capture (median): {shown}")
     print(f"first recorded Engine.capture() in the process: {first * 1e3:.0f} ms (one-time imports and set-up)")
     return 0
 

@@ -6,6 +6,14 @@ that also notes, per launch, the stream it went to and whether that stream was
 capturing, the shapes of its tensor arguments (to tell shape-derived arguments
 from value-derived ones across captures), and the user call stack (so a launch
 inside a kernel wrapper is also attributed to the engine line that called it).
+
+It also watches streams: an op dispatched while the current stream is not the
+capturing one is noted (what the capture layer's ``StreamWatch`` does), in the
+same dispatch mode, so each op pays for one Python dispatch mode, not two. The
+mode class is made once per process; unless ``torch._dynamo`` is already loaded
+it tells torch not to wrap ``__torch_dispatch__`` in ``torch._disable_dynamo``,
+whose first call imports ``torch._dynamo`` (seconds, in the first capture of the
+process) and which adds a frame-evaluation switch to every op.
 """
 
 from __future__ import annotations
@@ -14,8 +22,9 @@ import os
 import sys
 from typing import Any
 
+from graphcheck.trace import patches
 from graphcheck.trace.frames import Location, is_user_file
-from graphcheck.trace.recorder import Launch, Recorder
+from graphcheck.trace.recorder import _LIFT, Launch, Recorder
 
 _GRAPHCHECK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 STACK_DEPTH = 8
@@ -75,8 +84,106 @@ def tensor_meta(tensor: Any) -> dict[str, Any]:
         return {}
 
 
+_MODE_CLASS: Any = None
+#: most ops that a stream watch notes are kept; past this many only the first are
+FOREIGN_LIMIT = 64
+
+
+def _mode_class() -> Any:
+    """The dispatch mode class of :class:`CaptureRecorder` (made once; imports torch)."""
+    global _MODE_CLASS
+    if _MODE_CLASS is not None:
+        return _MODE_CLASS
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    wrap_for_dynamo = "torch._dynamo" in sys.modules  # a program that compiles has paid the import already
+
+    class CaptureMode(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return wrap_for_dynamo
+
+        def __init__(self, recorder: "CaptureRecorder") -> None:
+            super().__init__()
+            self.recorder = recorder
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            kwargs = kwargs or {}
+            recorder = self.recorder
+            if patches.quiet_depth() or not recorder.active:
+                return func(*args, **kwargs)
+            event = recorder._op(func, args, kwargs, sys._getframe(1))
+            if recorder.watch_stream is not None:
+                recorder._watch(func, event)
+            out = func(*args, **kwargs)
+            if event is not None and event.op in _LIFT:
+                recorder._fresh.append((out, event))
+            return out
+
+    _MODE_CLASS = CaptureMode
+    return CaptureMode
+
+
+def _raw_stream_reader() -> Any:
+    """A function device index -> current raw stream handle (torch's C call where it has one)."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda index: int(torch.cuda.current_stream(index).cuda_stream)
+
+
 class CaptureRecorder(Recorder):
-    """A trace :class:`Recorder` whose launches also carry stream, tensor shapes and call stack."""
+    """A trace :class:`Recorder` whose launches also carry stream, tensor shapes and call stack.
+
+    With ``watch_streams`` (on a CUDA device) it also lists, in :attr:`foreign`, ops that ran
+    on a stream other than the one current when it was entered (the capturing stream).
+    """
+
+    def __init__(self, device_type: str = "cuda", watch_streams: bool = False) -> None:
+        super().__init__(device_type=device_type)
+        self.watch_streams = watch_streams
+        self.watch_stream: int | None = None
+        self.foreign: list[Any] = []
+        self._device_index = 0
+        self._read_stream: Any = None
+
+    def new_mode(self) -> Any:
+        return _mode_class()(self)
+
+    def __enter__(self) -> "CaptureRecorder":
+        if self.watch_streams:
+            try:
+                import torch
+
+                self._device_index = torch.cuda.current_device()
+                self._read_stream = _raw_stream_reader()
+                self.watch_stream = int(self._read_stream(self._device_index))
+            except Exception:
+                self.watch_stream = None
+        super().__enter__()
+        return self
+
+    def _watch(self, func: Any, event: Any) -> None:
+        if len(self.foreign) >= FOREIGN_LIMIT:
+            return
+        try:
+            stream = int(self._read_stream(self._device_index))
+        except Exception:
+            return
+        if stream == self.watch_stream:
+            return
+        from graphcheck.capture.watch import StreamOp
+
+        try:
+            import torch
+
+            capturing = bool(torch.cuda.is_current_stream_capturing())
+        except Exception:
+            capturing = False
+        loc = Location(event.path, event.line, event.function) if event is not None else Location("<unknown>", 0, None)
+        self.foreign.append(StreamOp(str(func), stream, capturing, loc))
 
     def _launch(self, plan: dict, loc: Location) -> Launch:
         launch = super()._launch(plan, loc)

@@ -25,8 +25,8 @@ def recording(path: str | None = "capture-map.json", *, root: str | None = None,
     try:
         yield session
     finally:
-        hooks.uninstall()
         if session.capturing:  # the block left in the middle of a capture
             session.end(None, None)
+        hooks.uninstall()
         if path is not None:
             capture_map.write(capture_map.build(session), path)

@@ -103,10 +103,16 @@ def install(session: Any, graphs_module: Any = None) -> None:
 
 
 def uninstall() -> None:
-    """Stop recording and restore torch's methods."""
+    """Stop recording, close the session and restore torch's methods."""
     global _session
     with _lock:
-        _session = None
+        session, _session = _session, None
+        close = getattr(session, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:
+                pass
         cls = _originals.pop("cls", None)
         for name in ("capture_begin", "capture_end"):
             original = _originals.pop(name, None)

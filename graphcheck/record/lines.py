@@ -1,13 +1,19 @@
 """Which Python functions and lines run while a capture is active.
 
 :class:`LineCollector` is switched on at capture begin and off at capture end.
-On Python 3.12+ it uses ``sys.monitoring``: a global ``PY_START`` event that
-turns itself off (``DISABLE``) for every code object after its first call, and
-``LINE`` events enabled only on user code objects, each line also disabled after
-its first hit. So a function costs one callback per capture and a line one
-callback per capture, however often they run; library code (torch, triton, the
-standard library) costs one callback per code object. Before 3.12 it falls back
-to ``sys.settrace`` with a local tracer on user frames only.
+On Python 3.12+ it uses ``sys.monitoring``, set up once for the whole
+recording rather than per capture: switching events on or off makes CPython
+re-instrument every code object it runs next (some microseconds each, so twice
+per capture for all of torch's Python code). Instead a global ``PY_START``
+event stays on from the first capture until :meth:`LineCollector.close`; it
+turns itself off for good (``DISABLE``) on library code, module and class
+bodies at their first call, and stays on for the engine's functions, whose
+calls it counts only while a capture is active (one dictionary lookup
+otherwise). ``LINE`` events are switched on per code object, only on engine
+functions that ran in the current capture, each line disabled after its first
+hit and all of them switched off again at capture end. Before 3.12 it falls
+back to ``sys.settrace`` with a local tracer on user frames only, installed
+per capture.
 
 "User code" is decided by :func:`graphcheck.trace.frames.is_user_file`: outside
 torch, triton, the standard library and graphcheck itself, with
@@ -79,7 +85,11 @@ def function_key(code: Any) -> FunctionKey:
 
 
 class LineCollector:
-    """Collects ``{function key: set of lines}`` between :meth:`start` and :meth:`stop`."""
+    """Collects ``{function key: set of lines}`` between :meth:`start` and :meth:`stop`.
+
+    With ``sys.monitoring`` the collector holds a tool id from its first :meth:`start`
+    until :meth:`close` (a later collector closes an earlier one that was left open).
+    """
 
     def __init__(self, is_user: Callable[[str], bool] = is_engine_file, backend: str | None = None) -> None:
         self.is_user = is_user
@@ -87,7 +97,7 @@ class LineCollector:
         self._user_codes: dict[Any, bool] = {}
         self.backend = backend or ("monitoring" if hasattr(sys, "monitoring") else "settrace")
         self._tool: int | None = None
-        self._local_codes: list[Any] = []
+        self._code_lines: dict[Any, set[int]] = {}  # code object -> lines hit in this capture
         self._saved_trace: Any = None
         self._active = False
 
@@ -109,8 +119,19 @@ class LineCollector:
 
     def take(self) -> dict[FunctionKey, set[int]]:
         """What was collected since the last take (the collector keeps running)."""
+        self._flush_code_lines()
         hits, self.hits = self.hits, {}
         return hits
+
+    def _flush_code_lines(self) -> None:
+        for code, lines in self._code_lines.items():
+            key = function_key(code)
+            known = self.hits.get(key)
+            if known is None:
+                self.hits[key] = set(lines)
+            else:
+                known |= lines
+        self._code_lines = {}
 
     def start(self, frame: Any = None) -> FunctionKey | None:
         """Begin collecting. The innermost user frame on the stack from ``frame`` outwards
@@ -118,7 +139,6 @@ class LineCollector:
         current line on; its key is returned (None when there is no user frame)."""
         if self._active:
             return None
-        self._active = True
         stack = []
         f = frame if frame is not None else sys._getframe(1)
         while f is not None:
@@ -130,6 +150,7 @@ class LineCollector:
             self._start_monitoring(stack)
         else:
             self._start_settrace(stack)
+        self._active = True
         return function_key(stack[0].f_code) if stack else None
 
     def stop(self) -> None:
@@ -141,9 +162,19 @@ class LineCollector:
         else:
             self._stop_settrace()
 
+    def close(self) -> None:
+        """Stop, and give back what :meth:`start` set up for the whole recording."""
+        self.stop()
+        if self._tool is not None:
+            self._release_tool()
+
     # -- sys.monitoring (3.12+) ---------------------------------------------
-    def _start_monitoring(self, stack: list) -> None:
+    def _acquire_tool(self) -> bool:
+        global _monitoring_owner
         mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+, used only where it exists
+        owner = _monitoring_owner
+        if owner is not None and owner is not self and not owner._active:
+            owner.close()  # a collector that was never closed: its recording is over
         for tool in (4, 3, 5, 2):  # 0 debugger, 1 coverage; take a free one
             try:
                 mon.use_tool_id(tool, "graphcheck-record")
@@ -152,56 +183,82 @@ class LineCollector:
             self._tool = tool
             break
         else:
-            self.backend = "settrace"
-            self._start_settrace(stack)
-            return
+            return False
         tool = self._tool
         disable = mon.DISABLE
+        line_event = mon.events.LINE
+        user_codes = self._user_codes
+        is_call_target = self._is_call_target
 
         def on_start(code: Any, offset: int) -> Any:
-            if self._is_call_target(code):
-                if _importing(sys._getframe(1)):
-                    return None  # called by an import during capture: not capture work; look again next call
-                self._enter_code(code)
-                self._local_codes.append(code)
-                mon.set_local_events(tool, code, mon.events.LINE)
-            return disable
+            known = user_codes.get(code)
+            if known is False:
+                return disable
+            if not self._active:
+                # library code and bodies: off for good; engine functions: stay on for later captures
+                return None if is_call_target(code) else disable
+            if code in self._code_lines:
+                return None
+            if not is_call_target(code):
+                return disable
+            if _importing(sys._getframe(1)):
+                return None  # called by an import during capture: not capture work; look again next call
+            self._code_lines[code] = set()
+            mon.set_local_events(tool, code, line_event)
+            return None
 
         def on_line(code: Any, line: int) -> Any:
-            key = function_key(code)
-            lines = self.hits.get(key)
+            lines = self._code_lines.get(code)
             if lines is None:
-                lines = self.hits[key] = set()
+                if not self._active:
+                    return disable
+                lines = self._code_lines[code] = set()
             lines.add(line)
             return disable
 
         mon.register_callback(tool, mon.events.PY_START, on_start)
-        mon.register_callback(tool, mon.events.LINE, on_line)
-        for f in stack:
-            self._enter_code(f.f_code)
-            self.hits[function_key(f.f_code)].add(f.f_lineno)
-            self._local_codes.append(f.f_code)
-            mon.set_local_events(tool, f.f_code, mon.events.LINE)
+        mon.register_callback(tool, line_event, on_line)
         mon.set_events(tool, mon.events.PY_START)
-        mon.restart_events()  # lines and starts disabled during an earlier capture fire again
+        mon.restart_events()  # what an earlier recording with this tool id disabled fires again
+        _monitoring_owner = self
+        return True
+
+    def _release_tool(self) -> None:
+        global _monitoring_owner
+        mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+, used only where it exists
+        tool = self._tool
+        self._tool = None
+        if _monitoring_owner is self:
+            _monitoring_owner = None
+        try:
+            mon.set_events(tool, 0)
+            mon.register_callback(tool, mon.events.PY_START, None)
+            mon.register_callback(tool, mon.events.LINE, None)
+        finally:
+            mon.free_tool_id(tool)
+
+    def _start_monitoring(self, stack: list) -> None:
+        if self._tool is None and not self._acquire_tool():
+            self.backend = "settrace"
+            self._start_settrace(stack)
+            return
+        mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+, used only where it exists
+        self._code_lines = {}
+        for f in stack:
+            self._code_lines[f.f_code] = {f.f_lineno}
+            mon.set_local_events(self._tool, f.f_code, mon.events.LINE)
 
     def _stop_monitoring(self) -> None:
-        mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+, used only where it exists
         tool = self._tool
         if tool is None:
             self._stop_settrace()
             return
-        mon.set_events(tool, 0)
-        for code in self._local_codes:
+        for code in self._code_lines:  # lines off again outside capture (and re-armed at the next one)
             try:
-                mon.set_local_events(tool, code, 0)
+                sys.monitoring.set_local_events(tool, code, 0)  # type: ignore[attr-defined]
             except Exception:
                 pass
-        self._local_codes = []
-        mon.register_callback(tool, mon.events.PY_START, None)
-        mon.register_callback(tool, mon.events.LINE, None)
-        mon.free_tool_id(tool)
-        self._tool = None
+        self._flush_code_lines()
 
     # -- sys.settrace (before 3.12) -----------------------------------------
     def _local_tracer(self, frame: Any, event: str, arg: Any) -> Any:
@@ -239,3 +296,7 @@ class LineCollector:
                 pass
         self._traced_frames = []
         self._saved_trace = None
+
+
+#: the collector holding the sys.monitoring tool id, if any
+_monitoring_owner: LineCollector | None = None

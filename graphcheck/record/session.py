@@ -75,8 +75,12 @@ class Session:
         self.findings: list[Finding] = []
         self.started = time.time()
         self.on_capture_end = on_capture_end
+        #: seconds spent recording, by phase ("begin", "before_end", "end"), over all captures
+        self.overhead: Counter = Counter()
         self._open: tuple[CaptureRecord, Any, Any, float] | None = None
         self._depth = 0
+        self._patched = False
+        self.closed = False
 
     @property
     def capturing(self) -> bool:
@@ -87,6 +91,7 @@ class Session:
         if self._open is not None:  # a nested capture (another stream): recorded as part of the outer one
             self._depth += 1
             return
+        t0 = time.perf_counter()
         frame = frame if frame is not None else sys._getframe(1)
         stream, _ = current_stream()
         record = CaptureRecord(id=len(self.captures), site=None, mode=mode, stream=stream)
@@ -98,25 +103,40 @@ class Session:
                 f = f.f_back
             record.site = Location(path, f.f_lineno if f is not None else 0, qualname)
             self._function(site).site = True
-        recorder: Any = CaptureRecorder(device_type="cuda")
+        if not self._patched:
+            # torch's and triton's methods stay wrapped from the first capture to close(): wrapping
+            # and restoring them around every capture costs more than the idle wrappers
+            try:
+                from graphcheck.trace import patches
+
+                patches.acquire()
+                self._patched = True
+            except Exception as exc:
+                record.notes.append(f"trace hooks unavailable: {type(exc).__name__}: {exc}")
+        recorder: Any = CaptureRecorder(device_type="cuda", watch_streams=_cuda_available())
         try:
             recorder.__enter__()
         except Exception as exc:
             record.notes.append(f"trace recorder could not start: {type(exc).__name__}: {exc}")
             recorder = None
-        watch = None
-        if _cuda_available():
-            try:
-                from graphcheck.capture.watch import stream_watch
-
-                watch = stream_watch()
-                watch.__enter__()
-                watch.start()
-            except Exception as exc:
-                record.notes.append(f"stream watch unavailable: {type(exc).__name__}: {exc}")
-                watch = None
         self.captures.append(record)
-        self._open = (record, recorder, watch, time.perf_counter())
+        now = time.perf_counter()
+        self.overhead["begin"] += now - t0
+        self._open = (record, recorder, None, now)
+
+    def close(self) -> None:
+        """End recording for good: the line collector's set-up and the wrapped methods go."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.collector.close()
+        finally:
+            if self._patched:
+                from graphcheck.trace import patches
+
+                self._patched = False
+                patches.release()
 
     # ------------------------------------------------------------------ capture end
     def before_end(self) -> None:
@@ -126,12 +146,14 @@ class Session:
         record = self._open[0]
         if record.stream is None:
             return
+        t0 = time.perf_counter()
         try:
             from graphcheck.record.graph import nodes_while_capturing
 
             record.nodes = nodes_while_capturing(record.stream)
         except Exception as exc:
             record.graph_error = f"{type(exc).__name__}: {exc}"[:300]
+        self.overhead["before_end"] += time.perf_counter() - t0
 
     def end(self, graph: Any = None, error: BaseException | None = None) -> CaptureRecord | None:
         if self._open is None:
@@ -141,6 +163,7 @@ class Session:
             return None
         record, recorder, watch, t0 = self._open
         self._open = None
+        t_end = time.perf_counter()
         self.collector.stop()
         for key, lines in self.collector.take().items():
             fn = self._function(key)
@@ -159,7 +182,9 @@ class Session:
             record.syncs = list(recorder.sync_events)
         if watch is not None:
             record.foreign_ops = list(getattr(watch, "foreign", []))
-        record.seconds = time.perf_counter() - t0
+        elif recorder is not None:
+            record.foreign_ops = list(getattr(recorder, "foreign", []))
+        record.seconds = t_end - t0
         if error is not None:
             record.status = "failed"
             self._blame(record, error)
@@ -173,6 +198,7 @@ class Session:
                 except Exception as exc:
                     record.graph_error = f"{type(exc).__name__}: {exc}"[:300]
             self._escapes(record)
+        self.overhead["end"] += time.perf_counter() - t_end
         if self.on_capture_end is not None:
             try:
                 self.on_capture_end(self)

@@ -168,7 +168,9 @@ class Recorder:
     def _op(self, func: Any, args: tuple, kwargs: dict, frame: Any) -> OpEvent | None:
         loc = user_location(frame)
         name = op_name(func)
-        code, detail = classify(func, args, kwargs, source_line(loc.path, loc.line))
+        # only a scalar read is told apart by its source line; reading it for every op costs
+        code, detail = classify(func, args, kwargs,
+                                source_line(loc.path, loc.line) if name == "aten::_local_scalar_dense" else "")
         if code and self.device_type != "cpu" and not _touches_device(args, kwargs):
             code, detail = None, ""  # a host tensor read on the host: no sync when the case runs on a GPU
         if code is None and name in _COPIES:

@@ -27,6 +27,7 @@ def main() -> None:
     with interpreter_route():
         for bs, scale in ((4, 1.5), (8, 0.5), (16, 2.5)):
             step.capture(torch.arange(bs, dtype=torch.float32), torch.empty(bs), scale, session)
+    session.close()
     data = capture_map.build(session)
     data["root"] = "../fixture"  # relative to the map's folder
     data["environment"] = {"python": "3.11", "torch": "2.13.0+cpu", "triton": "3.9.0"}

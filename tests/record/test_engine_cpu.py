@@ -46,6 +46,7 @@ def _record(decoder_cls, kv_cache, engine):
             session.begin(None, "global")
             decoder.decode(torch.ones(bs, 256), bs)
             session.end(None, None)
+    session.close()
     return session
 
 

@@ -78,6 +78,7 @@ def test_collector_records_user_functions_and_lines_only(backend):
     json.dumps({"a": 1})  # standard library: not recorded
     collector.stop()
     hits = collector.take()
+    collector.close()
     names = {key[1]: lines for key, lines in hits.items()}
     assert "helper_chain" in names and "double" in names
     first = double.__code__.co_firstlineno
@@ -98,6 +99,7 @@ def test_collector_is_off_outside_start_stop(backend):
     helper_chain(1)
     assert collector.take() == {}
     assert sys.gettrace() is None or backend == "monitoring"
+    collector.close()
 
 
 @pytest.mark.parametrize("backend", ["settrace", "monitoring"])
@@ -113,6 +115,7 @@ def test_code_run_by_an_import_during_capture_is_not_recorded(backend, tmp_path,
     double(2)
     collector.stop()
     names = {key[1] for key in collector.take()}
+    collector.close()
     assert "double" in names
     assert not names & {"at_import", "Table", "<module>"}
 
@@ -322,3 +325,29 @@ def test_pytest_option_records_the_captures_of_a_test_run(tmp_path):
     data = json.loads(out.read_text(encoding="utf-8"))
     assert [c["status"] for c in data["captures"]] == ["ok"]
     assert any(f["qualname"] == "triple" for f in data["functions"])
+
+
+# ---------------------------------------------------------------- what recording sets up, once
+
+def test_recording_sets_up_once_and_does_not_load_dynamo():
+    """The dispatch mode is not wrapped for dynamo (its first call would import torch._dynamo, seconds
+    in the first capture); torch's methods stay wrapped from the first capture until close()."""
+    code = textwrap.dedent("""
+        import sys, torch
+        from graphcheck.record.session import Session
+        session = Session()
+        wrapped = []
+        for n in (2, 4):
+            session.begin(None, "global")
+            torch.ones(n) * 2
+            session.end(None, None)
+            wrapped.append(hasattr(torch.Tensor.tolist, "__wrapped__"))
+        session.close()
+        wrapped.append(hasattr(torch.Tensor.tolist, "__wrapped__"))
+        print("torch._dynamo" in sys.modules, wrapped, [sorted(c.ops) for c in session.captures],
+              sorted(session.overhead))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == ("False [True, True, False] [['aten::mul', 'aten::ones'], "
+                                         "['aten::mul', 'aten::ones']] ['begin', 'end']")
