@@ -207,6 +207,10 @@ class CaptureMap:
         root = data["root"]
         if not os.path.isabs(root):
             root = os.path.join(os.path.dirname(os.path.abspath(path)), root)
+        elif not os.path.isdir(root):
+            # recorded on another machine (the GPU box): its relative paths are read from here, a checkout
+            # of the same tree
+            root = os.getcwd()
         return cls(data, os.path.abspath(path), os.path.normpath(root))
 
     def resolve(self, path: str) -> str:

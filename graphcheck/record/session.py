@@ -17,7 +17,7 @@ import dataclasses
 import os
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any
 
 from graphcheck.findings import Finding
@@ -76,7 +76,7 @@ class Session:
         self.started = time.time()
         self.on_capture_end = on_capture_end
         #: seconds spent recording, by phase ("begin", "before_end", "end"), over all captures
-        self.overhead: Counter = Counter()
+        self.overhead: defaultdict[str, float] = defaultdict(float)
         self._open: tuple[CaptureRecord, Any, Any, float] | None = None
         self._depth = 0
         self._patched = False

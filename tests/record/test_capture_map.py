@@ -72,6 +72,16 @@ def test_load_resolves_paths_against_a_relative_root():
     assert {f["qualname"] for f in files[os.path.join(FIXTURE, "step.py")]} == {"capture", "prepare"}
 
 
+def test_a_map_recorded_elsewhere_is_read_from_the_current_directory(tmp_path, monkeypatch):
+    data = _data()
+    data["root"] = "/nonexistent/gpu-box/checkout"  # absolute, as `graphcheck record` writes it
+    (tmp_path / "map.json").write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.chdir(FIXTURE)
+    cmap = CaptureMap.load(str(tmp_path / "map.json"))
+    assert cmap.root == FIXTURE
+    assert cmap.resolve("step.py") == os.path.join(FIXTURE, "step.py")
+
+
 def test_load_errors_are_map_errors(tmp_path):
     (tmp_path / "not.json").write_text("{", encoding="utf-8")
     with pytest.raises(MapError, match="not JSON"):

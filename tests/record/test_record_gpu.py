@@ -48,10 +48,18 @@ def _line_of(path: str, marker: str) -> int:
     raise AssertionError(f"{marker!r} not in {path}")
 
 
+def _outside_the_engine(data: dict) -> list[str]:
+    """Recorded functions that are not the engine's or its kernels' (e.g. code an import ran mid-capture)."""
+    return [f"{f['path']}:{f['qualname']}" for f in data["functions"]
+            if not f["path"].replace(os.sep, "/").startswith(("examples/engine/", "kernels/"))
+            or f["qualname"] == "<module>"]
+
+
 def test_recording_the_engine_names_every_function_and_kernel_of_its_decode_step(tmp_path):
     data, result = _record(tmp_path, "--steps", "6")
     assert result.returncode == 0, result.stderr
     assert [c["status"] for c in data["captures"]] == ["ok"] * 4
+    assert _outside_the_engine(data) == []  # nothing run by an import during a capture
     recorded = {(os.path.basename(f["path"]), f["qualname"]) for f in data["functions"]}
     step = {("model.py", f"ToyDecoder.{m}") for m in
             ("decode", "query", "index_scores", "prefix_part", "suffix_part", "merge")}
@@ -77,6 +85,7 @@ def test_the_broken_engine_hazards_are_each_reported_at_their_line(tmp_path):
     assert result.returncode == 1, result.stderr  # the program itself exits 0; findings make it 1
     statuses = {c["id"]: c["status"] for c in data["captures"]}
     assert sorted(statuses.values()) == ["failed", "ok", "ok", "ok"]
+    assert _outside_the_engine(data) == []
     found = {(f["code"], os.path.basename(f["path"]), f["line"]) for f in data["findings"]}
     helpers = os.path.join(ENGINE, "broken_helpers.py")
     model = os.path.join(ENGINE, "broken_model.py")
