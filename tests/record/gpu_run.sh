@@ -4,7 +4,7 @@
 # broken variant as the guide shows it, coverage and lint from those maps, a check that no code run
 # by an import is in the maps, and the recording overhead; with BEFORE (a checkout of an earlier
 # graphcheck) the overhead is measured again with that one installed, in the same run.
-# Usage: bash tests/record/gpu_run.sh OUTDIR [BEFORE]   (from the repository root)
+# Usage: bash tests/record/gpu_run.sh OUTDIR [BEFORE]   (from the repository root; writes OUTDIR.tgz too)
 set -uo pipefail
 out="$(mkdir -p "${1:?output folder}" && cd "$1" && pwd)"
 before="${2:-}"
@@ -56,3 +56,5 @@ if [ -n "$before" ] && [ $((SECONDS - started)) -lt 130 ]; then
     && python3 benchmarks/bench_record_overhead.py --rounds 5"
 fi
 echo "total $((SECONDS - started)) s" > "$out/total.txt"
+# the device hands back only a few files: everything also goes in one archive beside OUTDIR
+tar -czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"
