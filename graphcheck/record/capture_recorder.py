@@ -103,11 +103,11 @@ def _mode_class() -> Any:
         def _should_skip_dynamo(cls) -> bool:
             return wrap_for_dynamo
 
-        def __init__(self, recorder: "CaptureRecorder") -> None:
+        def __init__(self, recorder: CaptureRecorder) -> None:
             super().__init__()
             self.recorder = recorder
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             recorder = self.recorder
             if patches.quiet_depth() or not recorder.active:
@@ -152,7 +152,7 @@ class CaptureRecorder(Recorder):
     def new_mode(self) -> Any:
         return _mode_class()(self)
 
-    def __enter__(self) -> "CaptureRecorder":
+    def __enter__(self) -> CaptureRecorder:
         if self.watch_streams:
             try:
                 import torch
