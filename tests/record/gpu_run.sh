@@ -52,7 +52,7 @@ mv -f engine-map.json broken-map.json "$out/" 2>/dev/null
 run overhead 60 python3 benchmarks/bench_record_overhead.py --rounds 5
 if [ -n "$before" ] && [ $((SECONDS - started)) -lt 130 ]; then
   run overhead-before 60 bash -c "python3 -m pip install -q --no-deps --no-build-isolation -e '$before' \
-    && python3 -c 'import graphcheck, sys; print(\"graphcheck from\", graphcheck.__file__)' \
+    && (cd / && python3 -c 'import graphcheck; print(\"graphcheck from\", graphcheck.__file__)') \
     && python3 benchmarks/bench_record_overhead.py --rounds 5"
 fi
 echo "total $((SECONDS - started)) s" > "$out/total.txt"

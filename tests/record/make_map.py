@@ -1,10 +1,14 @@
-"""Regenerate ``tests/record/data/capture-map.json`` (run from the repository root):
+"""Regenerate ``tests/record/data/capture-map.json`` and ``tree-map.json`` (run from the repository root):
 
     python tests/record/make_map.py
 
-Three simulated captures of ``fixture/step.py`` on the CPU (Triton's
-interpreter), at batch sizes 4, 8 and 16, with a kernel scalar that differs by
-value (1.5, 0.5, 2.5) and not by shape.
+``capture-map.json``: three simulated captures of ``fixture/step.py`` on the
+CPU (Triton's interpreter), at batch sizes 4, 8 and 16, with a kernel scalar
+that differs by value (1.5, 0.5, 2.5) and not by shape.
+
+``tree-map.json``: two simulated captures of ``fixture_tree/mini_engine`` (a
+package of three modules) at batch sizes 2 and 4; the branch to the helpers in
+the other modules is not taken.
 """
 
 import json
@@ -13,6 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "fixture"))
+sys.path.insert(0, os.path.join(HERE, "fixture_tree"))
 
 
 def main() -> None:
@@ -40,5 +45,26 @@ def main() -> None:
     capture_map.write(json.loads(json.dumps(data)), os.path.join(HERE, "data", "capture-map.json"))
 
 
+def tree_map() -> None:
+    import torch
+    from mini_engine import runner
+
+    from graphcheck.record import capture_map
+    from graphcheck.record.session import Session
+
+    session = Session(root=os.path.join(HERE, "fixture_tree"), command=["python", "mini_engine/run.py"])
+    for bs in (2, 4):
+        runner.capture(torch.ones(bs, 8), session)
+    session.close()
+    data = capture_map.build(session)
+    data["root"] = "../fixture_tree"
+    data["environment"] = {"python": "3.11", "torch": "2.13.0+cpu", "triton": "3.9.0"}
+    data["created"] = "2026-12-01T06:00:00Z"
+    for cap in data["captures"]:
+        cap["seconds"] = 0.01
+    capture_map.write(json.loads(json.dumps(data)), os.path.join(HERE, "data", "tree-map.json"))
+
+
 if __name__ == "__main__":
     main()
+    tree_map()

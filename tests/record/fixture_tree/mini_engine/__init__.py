@@ -1,0 +1,1 @@
+"""A three-module engine for the capture-map tests: what a recorded function calls in other modules."""
