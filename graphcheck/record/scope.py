@@ -215,7 +215,8 @@ def lint_with_map(cmap: CaptureMap, paths: Sequence[str], config: Any, **lint_op
     use_cache = lint_options.get("use_cache", True)
     index = ProjectIndex(python, registrars=config.custom_op_registrars, entry_points=config.entry_points,
                          extra_roots=roots, jobs=lint_options.get("jobs") or 1, max_file_size=config.max_file_size,
-                         cache_dir=cache_mod.cache_dir(config.root) if use_cache else None)
+                         cache_dir=cache_mod.cache_dir(config.root) if use_cache else None,
+                         trust_stat=lint_options.get("trust_stat", True))
     scope.follow_calls(index)
     result.findings = scope.filter(result.findings, paths)
     return result, scope
