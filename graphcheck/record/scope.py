@@ -85,11 +85,6 @@ class MapScope:
                 continue
             self.files[os.path.realpath(path)] = FileScope({fn["qualname"]: fn for fn in fns})
 
-    def paths(self, within: Sequence[str] = ()) -> list[str]:
-        """The map's Python files, limited to those under ``within`` when given."""
-        roots = [os.path.realpath(p) for p in within]
-        return [path for path in sorted(self.files) if _under(path, roots)]
-
     def tree(self, within: Sequence[str] = ()) -> list[str]:
         """What to lint: the package folders of the map's files, and ``within``."""
         return _outermost([package_root(p) for p in self.files] + [os.path.realpath(p) for p in within])
