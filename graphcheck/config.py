@@ -14,7 +14,7 @@ Keys: ``select``, ``ignore`` (codes or prefixes such as ``GC1``),
 ``vendor-exclude`` (path-part globs dropped below a linted directory),
 ``entry-points`` (qualified names of capture entry points),
 ``custom-op-registrars``, ``host-names``, ``capture-guards``, ``debug-flags``,
-``eager-functions`` and ``harness-functions`` (the static layer's scope and value
+``data-dependent-ops``, ``eager-functions`` and ``harness-functions`` (the static layer's scope and value
 model; docs/guide/lint.md), ``fail-on`` (error, warning, info, never),
 ``all-functions`` (bool), ``max-file-size`` (bytes). Unknown keys and wrong types
 are errors.
@@ -55,14 +55,22 @@ DEFAULT_VENDOR_EXCLUDE = ("_aipu", "_arm", "_ascend", "_cambricon", "_enflame", 
                           "_mthreads", "_spacemit", "_sunrise", "_thead", "_tsingmicro", "npu", "xpu", "mlu", "musa",
                           "hpu", "ascend", "*_npu.py", "*_xpu.py", "*_mlu.py", "*_musa.py", "*_hpu.py")
 DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host", "*_pinned")
+# Flags (names, attributes, environment keys; case-insensitive globs) that are true only when debugging or
+# checking: code under them does not run in captured serving.
+DEFAULT_DEBUG_FLAGS = ("*debug*", "check", "check_*", "*_check", "*_check_*", "*_checks", "*validate*",
+                       "*validation*", "*sanity*")
+# Ops whose output size depends on the data by definition: findings in their implementations are warnings.
+DEFAULT_DATA_DEPENDENT = ("*unique*", "nonzero", "_nonzero*", "nonzero_numpy", "nonzero_tuple", "argwhere",
+                          "*masked_select*", "repeat_interleave_tensor*", "repeat_interleave_self_tensor*",
+                          "*bincount*", "one_hot", "*segment_packbits*")
 # What a function or an enclosing scope is named like when it is a test, benchmark, reference or script
 # (harness-functions); and functions that engines run eagerly, before a replay (eager-functions)
-DEFAULT_HARNESS = ("test_*", "Test*", "*Test", "*TestCase", "*Tester", "*Benchmark*", "*Bench", "bench_*",
+DEFAULT_HARNESS = ("test_*", "Test*", "*Test", "*TestCase", "*Tester*", "*Benchmark*", "*Bench", "bench_*",
                    "benchmark*", "run_benchmark*", "run_test*", "profile_*", "timeit", "main", "_main",
-                   "*_ref", "ref_*", "reference_*", "*_reference", "*Reference*")
+                   "*_ref", "ref_*", "*_ref_*", "reference_*", "*_reference", "*Reference*")
 DEFAULT_EAGER = ("*.init_forward_metadata", "*.init_forward_metadata_out_graph",
-                 "*MetadataBuilder*.build*", "*.plan",
-                 "*prepare_*metadata*", "plan_*metadata*")
+                 "*MetadataBuilder*.build*", "*.plan", "*prepare_*metadata*", "plan_*metadata*",
+                 "compute_block_sparsity", "create_block_mask", "*_cpu", "*init_workspace*", "allocate_*")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +85,8 @@ class Config:
     capture_guards: tuple[str, ...] = ()  # calls true only during capture (beside is_current_stream_capturing)
     default_exclude: tuple[str, ...] = DEFAULT_EXCLUDE  # dropped under a linted directory, never when named
     vendor_exclude: tuple[str, ...] = DEFAULT_VENDOR_EXCLUDE  # non-CUDA backends, excluded like default-exclude
+    debug_flags: tuple[str, ...] = DEFAULT_DEBUG_FLAGS  # globs of flags true only when debugging/checking
+    data_dependent_ops: tuple[str, ...] = DEFAULT_DATA_DEPENDENT  # qualname globs of data-dependent-size ops
     eager_functions: tuple[str, ...] = DEFAULT_EAGER  # qualname globs run before replay: not roots, not walked
     harness_functions: tuple[str, ...] = DEFAULT_HARNESS  # qualname globs of tests/benchmarks/references
     fail_on: str = "warning"
@@ -184,6 +194,10 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
             values["default_exclude"] = _str_list(value, where)
         elif key == "vendor-exclude":
             values["vendor_exclude"] = _str_list(value, where)
+        elif key == "debug-flags":
+            values["debug_flags"] = _str_list(value, where)
+        elif key == "data-dependent-ops":
+            values["data_dependent_ops"] = _str_list(value, where)
         elif key == "eager-functions":
             values["eager_functions"] = _str_list(value, where)
         elif key == "harness-functions":
@@ -203,8 +217,8 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
             values["max_file_size"] = value
         else:
             known = ("select, ignore, per-file-ignores, exclude, default-exclude, vendor-exclude, entry-points, "
-                     "custom-op-registrars, host-names, capture-guards, eager-functions, harness-functions, fail-on, "
-                     "all-functions, max-file-size")
+                     "custom-op-registrars, host-names, capture-guards, debug-flags, data-dependent-ops, "
+                     "eager-functions, harness-functions, fail-on, all-functions, max-file-size")
             raise ConfigError(f"{where_file}: unknown key {raw_key!r} in [tool.graphcheck] (known: {known})")
     return Config(root=root, source=source, **values)
 

@@ -280,7 +280,8 @@ def lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None = 
     from graphcheck.lint.project import ProjectIndex
 
     contexts: dict[str, tuple[dict[str, Any] | None, str]] = {}
-    value_model = {"host_names": list(config.host_names), "guards": list(config.capture_guards)}
+    value_model = {"host_names": list(config.host_names), "guards": list(config.capture_guards),
+                   "debug_flags": list(config.debug_flags), "data_dependent": list(config.data_dependent_ops)}
     value_key = cache_mod.digest(repr(sorted(value_model.items())).encode())[:8]
     python_files = [sf.path for sf in discovery.files if sf.language == "python"]
     project = ProjectIndex(

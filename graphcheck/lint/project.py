@@ -59,6 +59,7 @@ _AUTOGRAD_FUNCTION = {"torch.autograd.Function", "torch.autograd.function.Functi
 # imported names worth following through re-exports when they are not called (kernel DSL modules)
 _DSL_NAMES = {"triton", "tl", "language", "libdevice", "tldevice", "cute", "cutlass", "ct", "tile", "torch"}
 _MAX_DEPTH = 24
+_SCRIPT = "<__main__>"  # the caller a script's `if __name__ == "__main__":` block stands for
 
 
 class ScopeNames:
@@ -343,6 +344,8 @@ class ProjectIndex:
             wanted = [self.by_module[m] for m in self._missing
                       if m in self.by_module and m not in self.summaries]
             if not wanted:
+                if self._drop_eager_only_roots():
+                    self._walk()
                 return
             self._load(wanted, all_forced=True)
             for path in wanted:  # an unreadable module must not be asked for again
@@ -462,12 +465,15 @@ class ProjectIndex:
 
     def _find_roots(self) -> None:
         self.roots: dict[str, tuple[str, bool]] = {}  # dotted -> (reason, guess)
+        self.forced: set[str] = set()  # capture sites, entry points, recorded roots: facts, never dropped
 
         def add(dotted: str, reason: str, guess: bool = False, forced: bool = False) -> None:
             if dotted in self.kernels:
                 return
             if not forced and self.off_scope(dotted) is not None:
                 return  # a test, benchmark or script main, or an eager metadata builder: not captured code
+            if forced:
+                self.forced.add(dotted)
             old = self.roots.get(dotted)
             if old is None or (old[1] and not guess):
                 self.roots[dotted] = (reason, guess)
@@ -543,13 +549,57 @@ class ProjectIndex:
                 if dotted in self.funcs:
                     add(dotted, extra.reason, forced=True)
 
+    def _drop_eager_only_roots(self) -> bool:
+        """A root (a launcher, say) whose every caller in the tree is eager-phase or harness code, or such a
+        root itself, runs eagerly too: `_apply_metadata()` called only from `init_forward_metadata`. A root
+        with no caller in the tree is public API and stays. True when a root was dropped."""
+        candidates = [r for r in self.roots if r not in self.forced]
+        if not candidates:
+            return False
+        saved, self._missing = self._missing, set()  # resolve what is loaded; load nothing more for this
+        wanted = set(candidates)
+        callers: dict[str, set[str]] = {}
+        for dotted, (_module, _qual, rec) in self.funcs.items():
+            for callee in rec.get("calls", ()):
+                found = self.resolve(callee)
+                if found is None:
+                    continue
+                target = found[1]
+                if found[0] == "class":
+                    init = self._member(target, ["__init__"], 0)
+                    target = init[1] if init is not None else ""
+                elif found[0] != "func":
+                    continue
+                if target in wanted and target != dotted:
+                    callers.setdefault(target, set()).add(dotted)
+        for summ in self.summaries.values():  # calls from a script's `if __name__ == "__main__":` block
+            for callee in summ.get("main_calls", ()):
+                found = self.resolve(callee)
+                if found is not None and found[0] == "func" and found[1] in wanted:
+                    callers.setdefault(found[1], set()).add(_SCRIPT)
+        self._missing = saved
+        eager_only: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for root in candidates:
+                found_callers = callers.get(root)
+                if root in eager_only or not found_callers:
+                    continue
+                if all(c == _SCRIPT or c in eager_only or self.off_scope(c) is not None for c in found_callers):
+                    eager_only.add(root)
+                    changed = True
+        for root in eager_only:
+            del self.roots[root]
+        return bool(eager_only)
+
     def off_scope(self, dotted: str) -> str | None:
         """"harness" or "eager" when the function is never captured code: reach neither starts nor passes there."""
         if dotted in self._off_memo:
             return self._off_memo[dotted]
-        _module, qual, rec = self.funcs[dotted]
+        module, qual, rec = self.funcs[dotted]
         out = None
-        if rec.get("main_block") or self.harness.match(qual):
+        if rec.get("main_block") or self.harness.match(qual) or self.harness.match(module.rpartition(".")[2]):
             out = "harness"
         elif self.eager.match(qual):
             out = "eager"

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from graphcheck import rules
+from graphcheck.config import DEFAULT_DATA_DEPENDENT, DEFAULT_DEBUG_FLAGS
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, FunctionFacts, is_builtin, is_cpu_device
@@ -68,6 +69,8 @@ _HOST_RNG_STATE = {"seed", "getstate", "setstate", "get_state", "set_state"}
 _GEN_METHODS = {"manual_seed", "seed", "get_state", "set_state"}
 _LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
 _LOGGER_NAMES = {"logger", "log", "LOGGER", "LOG", "_logger", "_log", "_LOGGER", "_LOG"}
+# builtins whose result stays a plain host value (a draw passed to them goes nowhere near the device)
+_HOST_ONLY_BUILTINS = ("print", "int", "float", "round", "min", "max", "abs", "str", "bool", "len", "format")
 _TIME_FUNCS = {"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
                "time.perf_counter_ns", "time.monotonic_ns", "time.sleep"}
 
@@ -132,6 +135,21 @@ def _local_entries(entry_points: Sequence[str], path: str) -> list[str]:
                 out.append(".".join(parts[i:]))
                 break
     return out
+
+
+def _data_dependent_op(qualname: str, chain: Sequence[str], patterns: Sequence[str]) -> str | None:
+    """The name of a data-dependent-size op (``unique``, ``nonzero``, ...) this function implements or is
+    reached through, or None."""
+    import fnmatch
+
+    if not patterns:
+        return None
+    parts = [p for p in qualname.split(".") if p != "<locals>"]
+    parts += [p for d in chain for p in d.split(".")]  # module names too: FlagGems keeps one op per file
+    for part in parts:
+        if any(fnmatch.fnmatchcase(part, p) for p in patterns):
+            return part
+    return None
 
 
 def _rooted_in_local(node: ast.AST) -> bool:
@@ -211,10 +229,10 @@ class _Linter:
         return len(self.lines[line - 1].encode()[: node.col_offset].decode(errors="replace"))  # type: ignore[attr-defined]
 
     def report(self, code: str, node: ast.AST, info: FuncInfo, reason: str | None, message: str,
-               **evidence: object) -> None:
+               **evidence: object) -> int | None:
         key = (code, node.lineno, node.col_offset)  # type: ignore[attr-defined]
         if key in self._seen:
-            return
+            return None
         self._seen.add(key)
         where = f" inside `{info.qualname}`"
         severity = evidence.pop("_severity", None) or rules.get(code).severity
@@ -237,6 +255,7 @@ class _Linter:
         if severity != finding.severity:  # a guessed reach or device value is milder than the rule
             finding = dataclasses.replace(finding, severity=Severity.parse(cast(str, severity)))
         self.findings.append(finding)
+        return len(self.findings) - 1
 
 
 class _FunctionChecker:
@@ -250,23 +269,66 @@ class _FunctionChecker:
         self.reason = reason
         ctx = linter.context or {}
         self.facts = FunctionFacts(info, linter.index, host_names=ctx.get("host_names", DEFAULT_HOST_NAMES),
-                                   guards=ctx.get("guards", ()))
+                                   guards=ctx.get("guards", ()),
+                                   debug_flags=ctx.get("debug_flags", DEFAULT_DEBUG_FLAGS))
+        chain: list[str] = reason[2] if isinstance(reason, list) and len(reason) > 2 else []
+        stem = re.split(r"[\\/]", linter.path)[-1].removesuffix(".py")
+        self.data_dependent = _data_dependent_op(f"{stem}.{info.qualname}", chain,
+                                                 ctx.get("data_dependent", DEFAULT_DATA_DEPENDENT))
+        self._derived: list[tuple[int, int]] = []  # (finding index, line of the sync it follows from)
 
     def report(self, code: str, node: ast.AST, message: str, **evidence: object) -> None:
         if self.facts.off_capture and self.facts.off_capture_path(node.lineno):  # type: ignore[attr-defined]
-            return  # guarded by `if not torch.cuda.is_current_stream_capturing():`
+            return  # guarded by `if not torch.cuda.is_current_stream_capturing():` or a debug flag
+        origin = evidence.pop("_origin", None)
         after = self.facts.first_call_after
         if after is not None and node.lineno > after and "_severity" not in evidence:  # type: ignore[attr-defined]
             # below a memo lookup that returns early: runs on a cache miss, normally a warm-up call
             severity = rules.get(code).severity
             if severity == "error":
                 evidence = {**evidence, "_severity": "warning", "path": "cache miss"}
-        self.linter.report(code, node, self.info, self.reason, message, **evidence)
+        if self.data_dependent and "_severity" not in evidence and rules.get(code).severity == "error":
+            # a sync inside `unique`/`nonzero`/...: the op cannot size its output without one
+            evidence = {**evidence, "_severity": "warning", "data_dependent": self.data_dependent}
+            message += (f"; `{self.data_dependent}` is an op whose output size depends on the data by definition")
+        index = self.linter.report(code, node, self.info, self.reason, message, **evidence)
+        if index is not None and isinstance(origin, ast.AST):
+            self._derived.append((index, origin.lineno))  # type: ignore[attr-defined]
+
+    def origin_sync(self, node: ast.AST | None) -> ast.AST | None:
+        """The host sync a value comes from: the call itself, or the sync a host name was assigned from."""
+        seen: set[str] = set()
+        while isinstance(node, ast.Name) and node.id not in seen:
+            seen.add(node.id)
+            node = self.facts.host_origin.get(node.id)
+        if isinstance(node, ast.Call) and self.facts.sync_kind(node) is not None:
+            return node
+        return None
+
+    def _demote_derived(self, start: int) -> None:
+        """One error per root cause: an allocation, grid, scalar or constexpr computed from a host sync that
+        is reported as an error in the same function is a warning that points at the sync (a sync whose
+        device is a guess is a warning itself, and then what follows from it keeps its severity)."""
+        if not self._derived:
+            return
+        findings = self.linter.findings
+        sync_lines = {f.line for f in findings[start:] if f.code.startswith("GC1") and f.severity == "error"}
+        for index, line in self._derived:
+            finding = findings[index]
+            if line in sync_lines and finding.severity == "error" and finding.line != line:
+                findings[index] = dataclasses.replace(
+                    finding, severity=Severity.WARNING, message=f"{finding.message}; it follows from the sync on line {line}",
+                    evidence={**finding.evidence, "follows": line})
 
     def t(self, node: ast.AST) -> str:
         return self.linter.text(node)
 
     def run(self) -> None:
+        start = len(self.linter.findings)
+        self._run()
+        self._demote_derived(start)
+
+    def _run(self) -> None:
         nodes = self.info.own_nodes()
         booleaned: set[int] = set()
         joins: list[int] = []
@@ -332,6 +394,8 @@ class _FunctionChecker:
             receiver = func.value if isinstance(func, ast.Attribute) else (node.args[0] if node.args else None)
             known = receiver is not None and (kind in ("GC102", "GC111") or facts.tensorish(receiver)
                                               or _rooted_in_local(receiver))
+            if known and isinstance(receiver, ast.Name) and facts.narrowed_tensor_only(receiver):
+                known = False  # `if isinstance(p, Tensor): p.tolist()` on an untyped argument: which device?
             extra: dict[str, object] = {} if known else {"_severity": "warning", "device": "guessed"}
             self.report(kind, node, f"`{self.t(node)}` " + _SYNC_READS[kind], **extra)
 
@@ -349,8 +413,15 @@ class _FunctionChecker:
         elif qual == "torch.repeat_interleave" or (method and attr == "repeat_interleave"):
             self.check_repeat_interleave(node, qual is not None)
 
-        if attr == "synchronize" or qual in ("torch.cuda.synchronize", "torch.accelerator.synchronize"):
+        if qual in ("torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.cuda.current_stream.synchronize"):
             self.report("GC110", node, f"`{self.t(node)}` blocks the host until the device is idle{{where}}")
+        elif attr == "synchronize" and not node.args:
+            receiver = func.value  # type: ignore[attr-defined]
+            if self._is_stream(receiver):
+                self.report("GC110", node, f"`{self.t(node)}` blocks the host until the stream is idle{{where}}")
+            else:  # an event or an object of unknown type: waits for work that may be outside the capture
+                self.report("GC110", node, f"`{self.t(node)}` blocks the host until the device work it waits "
+                                           "for is done{where}", _severity="warning", device="guessed")
 
         if qual in _STREAM_CTORS:
             self.report("GC205", node, f"`{self.t(node)}` creates a CUDA stream or event{{where}}; create it "
@@ -364,6 +435,15 @@ class _FunctionChecker:
         if self.index.is_launch(node):
             self.check_launch(node)
         self.check_rng_and_effects(node, qual, attr)
+
+    def _is_stream(self, node: ast.AST) -> bool:
+        """A CUDA stream or the device: `torch.cuda.current_stream()`, `self.side_stream`, `stream`."""
+        if isinstance(node, ast.Call):
+            qual = self.aliases.resolve(node.func) or ""
+            return qual.rpartition(".")[2] in ("current_stream", "default_stream", "Stream", "ExternalStream")
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        qual = self.aliases.resolve(node) or ""
+        return "stream" in name.lower() or qual in ("torch.cuda", "torch.accelerator")
 
     def check_repeat_interleave(self, node: ast.Call, is_function: bool) -> None:
         if any(kw.arg == "output_size" for kw in node.keywords):
@@ -441,7 +521,8 @@ class _FunctionChecker:
             source = self.facts.host_source(size)
             if source is not None:
                 self.report("GC302", node, f"`{self.t(node)}` is sized from `{self.t(source)}`, a value read from "
-                                           f"the device{{where}}; the size is fixed at capture")
+                                           f"the device{{where}}; the size is fixed at capture",
+                            _origin=self.origin_sync(source))
                 return
 
     # -- GC107 -------------------------------------------------------------
@@ -466,7 +547,7 @@ class _FunctionChecker:
         if source is not None:
             self.report("GC401", node, f"the grid `{self.t(grid)}` of the launch of `{name}`{{where}} is computed "
                                        f"from {self._origin(source)}, a value read from the device; it is baked "
-                                       "at capture", kernel=name)
+                                       "at capture", kernel=name, _origin=self.origin_sync(source))
         else:
             baked = facts.baked_source(grid)
             if baked is not None:
@@ -486,7 +567,7 @@ class _FunctionChecker:
                 if why:
                     self.report("GC403", arg, f"tl.constexpr {label} of `{name}` gets `{self.t(arg)}`{{where}}, "
                                               f"which {why}: it recompiles per value and is baked at capture",
-                                kernel=name, argument=param)
+                                kernel=name, argument=param, _origin=self.origin_sync(facts.host_source(arg)))
                 continue
             if facts.tensorish(arg) and not isinstance(arg, ast.Call):
                 continue  # a tensor passes its address, which a host-sized allocation does not change per replay
@@ -494,7 +575,7 @@ class _FunctionChecker:
             if source is not None:
                 self.report("GC402", arg, f"argument {label} of the launch of `{name}`{{where}} is computed from "
                                           f"{self._origin(source)}, a value read from the device; it is baked "
-                                          "at capture", kernel=name, argument=param)
+                                          "at capture", kernel=name, argument=param, _origin=self.origin_sync(source))
                 continue
             baked = facts.baked_source(arg)
             if baked is not None and not facts.tensorish(arg):
@@ -560,7 +641,7 @@ class _FunctionChecker:
             if head in ("random", "numpy.random"):
                 if last in _HOST_RNG_STATE:
                     self.report("GC502", node, f"`{self.t(node)}` reads or sets the host RNG state{{where}}")
-                else:
+                elif self._draw_reaches_device(node):
                     self.report("GC501", node, f"`{self.t(node)}` draws from a host RNG{{where}}; the draw is "
                                                "baked into the graph and replays identically")
                 return
@@ -597,6 +678,53 @@ class _FunctionChecker:
                 self.report("GC501", node, f"`{self.t(node)}` draws from CPU generator `{self.t(kw.value)}`"
                                            "{where}; the draw is baked into the graph")
                 return
+
+    def _draw_reaches_device(self, draw: ast.Call) -> bool:
+        """Can a host RNG draw reach device work (a launch, a tensor, a caller)? Not when every use of it
+        is a sleep, a log or print, arithmetic or a comparison (retry jitter, sampling a config)."""
+        parents: dict[int, ast.AST] = {}
+        nodes = self.info.own_nodes()
+        for node in nodes:
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+        shuffles = isinstance(draw.func, ast.Attribute) and draw.func.attr == "shuffle"
+        tainted: set[str] = {a.id for a in draw.args if isinstance(a, ast.Name)} if shuffles else set()
+        pending: list[ast.AST] = [draw]
+        seen: set[int] = set()
+        while pending:
+            node = pending.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            parent = parents.get(id(node))
+            while parent is not None and isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp,
+                                                             ast.IfExp, ast.FormattedValue, ast.JoinedStr)):
+                node, parent = parent, parents.get(id(parent))
+            if parent is None:
+                return True
+            if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+                for target in targets:
+                    if not isinstance(target, ast.Name):
+                        return True  # stored on an object or in a container: anyone may use it
+                    tainted.add(target.id)
+            elif parent is draw:
+                continue
+            elif isinstance(parent, ast.Call) and node is not parent.func:
+                qual = self.aliases.resolve(parent.func) or ""
+                attr = parent.func.attr if isinstance(parent.func, ast.Attribute) else ""
+                harmless = (qual in _TIME_FUNCS or qual == "warnings.warn" or qual.startswith("logging.")
+                            or attr in _LOG_METHODS or is_builtin(self.aliases, parent.func, _HOST_ONLY_BUILTINS))
+                if not harmless:
+                    return True
+            elif isinstance(parent, (ast.If, ast.While, ast.Assert, ast.Expr)):
+                pass
+            else:
+                return True
+            for other in nodes:
+                if isinstance(other, ast.Name) and other.id in tainted and isinstance(other.ctx, ast.Load):
+                    pending.append(other)
+        return False
 
     def _formats_device_value(self, node: ast.Call) -> bool:
         """A log/print call whose arguments (or f-string parts) hold a device tensor."""

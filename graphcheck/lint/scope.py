@@ -126,6 +126,28 @@ class ModuleIndex:
         for info in self.functions:
             self._classify_decorators(info)
         self.mentions_triton = "triton" in source
+        self._lines: list[str] | None = None
+        self._returns_host: dict[str, bool] = {}
+
+    def returns_host(self, name: str, facts) -> bool:
+        """Does module-level function ``name`` return only host values (``torch.empty(..., device="cpu")``,
+        ``x.cpu()``)? Judged by its ``return`` expressions, with the caller's value model; memoized."""
+        memo = self._returns_host
+        if name in memo:
+            return memo[name]
+        memo[name] = False  # recursion guard
+        info = self.module_funcs.get(name)
+        if info is None:
+            return False
+        values = [n.value for n in info.own_nodes() if isinstance(n, ast.Return) and n.value is not None]
+        memo[name] = bool(values) and all(facts.is_host_value(v) for v in values)
+        return memo[name]
+
+    def line(self, number: int) -> str:
+        """The text of one source line (1-based), or "" past the end."""
+        if self._lines is None:
+            self._lines = self.source.split("\n")
+        return self._lines[number - 1] if 0 < number <= len(self._lines) else ""
 
     # -- structure ---------------------------------------------------------
 

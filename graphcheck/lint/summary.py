@@ -238,10 +238,17 @@ class _Summarizer:
     def run(self) -> dict[str, Any]:
         statements = self.module_level()
         funcs = {info.qualname: self.function(info) for info in self.index.functions}
-        for start, end in _main_blocks(self.tree):  # functions defined under `if __name__ == "__main__":`
+        main_calls: set[str] = set()
+        for block in _main_blocks(self.tree):  # script code under `if __name__ == "__main__":`
+            start, end = block.body[0].lineno, block.body[-1].end_lineno or block.body[-1].lineno
             for rec in funcs.values():
                 if start <= rec["line"] <= end:
                     rec["main_block"] = True
+            for node in ast.walk(block):
+                if isinstance(node, ast.Call):
+                    callee = self.dotted(node.func)
+                    if callee:
+                        main_calls.add(callee)
         for name, reason in self.index._registered:
             if name in funcs and "root" not in funcs[name]:
                 funcs[name]["root"] = reason
@@ -263,6 +270,8 @@ class _Summarizer:
             out["classes"] = self.classes
         if regs:
             out["regs"] = regs
+        if main_calls:
+            out["main_calls"] = sorted(main_calls)
         if self.index.mentions_triton:
             out["triton"] = True
         if "graphcheck: expect" in self.index.source:
@@ -270,16 +279,16 @@ class _Summarizer:
         return out
 
 
-def _main_blocks(tree: ast.Module) -> list[tuple[int, int]]:
-    """Line ranges of top-level ``if __name__ == "__main__":`` bodies (script code, never captured)."""
+def _main_blocks(tree: ast.Module) -> list[ast.If]:
+    """Top-level ``if __name__ == "__main__":`` statements (script code, never captured)."""
     out = []
     for stmt in tree.body:
         test = stmt.test if isinstance(stmt, ast.If) else None
         if (isinstance(stmt, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
-                and test.left.id == "__name__"
-                and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
-                and test.comparators[0].value == "__main__" and isinstance(test.ops[0], ast.Eq)):
-            out.append((stmt.body[0].lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno))
+                and test.left.id == "__name__" and len(test.comparators) == 1
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__"
+                and isinstance(test.ops[0], ast.Eq)):
+            out.append(stmt)
     return out
 
 

@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import cast
 
+from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.aliases import Aliases
 from graphcheck.lint.scope import FuncInfo, ModuleIndex
 
@@ -96,7 +97,7 @@ class FunctionFacts:
     """Kinds of the local names of one function, and expression predicates."""
 
     def __init__(self, info: FuncInfo, index: ModuleIndex, host_names: Sequence[str] = DEFAULT_HOST_NAMES,
-                 guards: Sequence[str] = ()) -> None:
+                 guards: Sequence[str] = (), debug_flags: Sequence[str] = DEFAULT_DEBUG_FLAGS) -> None:
         self.info = info
         self.index = index
         self.aliases = index.aliases
@@ -105,8 +106,19 @@ class FunctionFacts:
         self._baked_origin: dict[str, ast.AST] = {}
         self.host_names = tuple(host_names)
         self._host_name_memo: dict[str, bool] = {}
+        self._debug = _compile_globs(debug_flags)
+        self._typed_tensors: set[str] = set()  # tensors by annotation or by the value assigned, not by use
         self._params(info.node)
         nodes = info.own_nodes()
+        # `is_t = isinstance(x, torch.Tensor)` then `if is_t:` narrows x like the call itself
+        self._isinstance_alias: dict[str, ast.Call] = {}
+        # names narrowed in one arm of a conditional expression: id(Name node) -> state
+        self._node_narrow: dict[int, str] = {}
+        for node in nodes:
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and isinstance(node.value, ast.Call)
+                    and is_builtin(self.aliases, node.value.func, ("isinstance",))):
+                self._isinstance_alias[node.targets[0].id] = node.value
         # branches: (first line, last line, name, what the test says the name is there)
         self.narrowed: list[tuple[int, int, str, str]] = []
         # line ranges that never run under capture (guarded by is_current_stream_capturing)
@@ -116,6 +128,8 @@ class FunctionFacts:
                 self._branches(node, guards)
             elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
                 self._and_chain(node)
+            elif isinstance(node, ast.IfExp):
+                self._conditional(node)
         self.first_call_after = _memo_return(info.node)
         called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
         for node in nodes:
@@ -146,16 +160,32 @@ class FunctionFacts:
         test, negated = node.test, False
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, negated = test.operand, not negated
-        if not negated and _debug_flag(test):
-            self.off_capture.append(body)  # `if self.debug_mode:` checks are not run in captured serving
+        if self.debug_test(test):
+            # `if self.debug_mode:` / `if logger.isEnabledFor(...)` / `if envs.CHECK_X:` checks are off in
+            # captured serving; under `if not debug:` the else branch is the debug one
+            off = body if not negated else orelse
+            if off is not None:
+                self.off_capture.append(off)
             return
+        host_side = _host_device_test(test)
+        if host_side is not None:
+            # `if x.device.type != "cuda":` / `if x.is_cpu:` / `if not x.is_cuda:`: a CPU path, never captured
+            off = body if host_side != negated else orelse
+            if off is not None:
+                self.off_capture.append(off)
         capturing = self._is_capture_test(test, guards)
         if capturing:
             off = orelse if not negated else body
             if off is not None:
                 self.off_capture.append(off)
+            elif not negated and _exits(node.body):
+                # `if is_current_stream_capturing(): raise ...`: what follows never runs under capture
+                fn_end = getattr(self.info.node, "end_lineno", None) or body[1]
+                self.off_capture.append((body[1] + 1, fn_end))
             return
         facts = []  # (name, state when the test is true, state when false)
+        if isinstance(test, ast.Name) and test.id in self._isinstance_alias:
+            test = self._isinstance_alias[test.id]
         parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and not negated else [test]
         for part in parts:
             fact = self._narrowing(part)
@@ -167,11 +197,65 @@ class FunctionFacts:
                 yes, no = no, yes
             if yes:
                 self.narrowed.append((*body, name, yes))
+            if yes == "tensor" and not node.orelse and _exits(node.body) and no is not None:
+                # `if isinstance(scale, Tensor): raise ...`: below the test, scale is no tensor
+                self.narrowed.append((_last_line(node.body) + 1, fn_end, name, no))
             if yes == "tensor" and _rebinds(node.body, name):
                 # `if isinstance(p, Tensor): p = tuple(p.tolist())`: after the branch p is no tensor
                 self.narrowed.append((_last_line(node.body) + 1, fn_end, name, "nottensor"))
             if no and orelse is not None and len(parts) == 1:
                 self.narrowed.append((*orelse, name, no))
+
+    def debug_test(self, test: ast.AST) -> bool:
+        """A test that is true only when debugging or checking: a flag named like ``debug-flags``
+        (``self.debug_mode``, ``envs.VLLM_CHECK_X``, ``os.environ.get("X_DEBUG")``, ``__debug__``),
+        ``logger.isEnabledFor(...)``, or an ``and`` of tests one of which is such a flag."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self.debug_test(v) for v in test.values)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            return self.debug_test(test.left)
+        if isinstance(test, ast.Call):
+            func = test.func
+            if isinstance(func, ast.Attribute) and func.attr == "isEnabledFor":
+                return True
+            qual = self.aliases.resolve(func) or ""
+            if qual in ("os.environ.get", "os.getenv") or (isinstance(func, ast.Attribute) and func.attr in (
+                    "get", "getenv", "get_bool", "get_bool_env_var", "get_env_bool")) or qual.endswith(
+                    ("get_bool_env_var", "get_env_bool")):
+                key = test.args[0] if test.args else None
+                return isinstance(key, ast.Constant) and isinstance(key.value, str) and self._debug_name(key.value)
+            return False
+        if isinstance(test, ast.Subscript) and isinstance(test.slice, ast.Constant) and isinstance(
+                test.slice.value, str):
+            return self._debug_name(test.slice.value)
+        name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else ""
+        return bool(name) and self._debug_name(name)
+
+    def _debug_name(self, name: str) -> bool:
+        low = name.lower()
+        if _NEGATED_FLAG.search(low):
+            return False  # `skip_checks`, `disable_debug`: true when the checks do *not* run
+        return self._debug is not None and self._debug.match(low) is not None
+
+    def _conditional(self, node: ast.IfExp) -> None:
+        """``t.item() if isinstance(t, Tensor) else float(t)``: each arm sees the narrowed name."""
+        test, negated = node.test, False
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, not negated
+        if isinstance(test, ast.Name) and test.id in self._isinstance_alias:
+            test = self._isinstance_alias[test.id]
+        fact = self._narrowing(test)
+        if fact is None:
+            return
+        name, yes, no = fact
+        if negated:
+            yes, no = no, yes
+        for arm, state in ((node.body, yes), (node.orelse, no)):
+            if state is None:
+                continue
+            for sub in ast.walk(arm):
+                if isinstance(sub, ast.Name) and sub.id == name:
+                    self._node_narrow[id(sub)] = state
 
     def _and_chain(self, node: ast.BoolOp) -> None:
         """``isinstance(k, int) and 0 < k <= K``: the operands after a test see it narrowed."""
@@ -219,6 +303,14 @@ class FunctionFacts:
                 state = what  # the innermost (latest) branch wins
         return state
 
+    def narrowed_tensor_only(self, node: ast.Name) -> bool:
+        """A name known as a tensor only because an ``isinstance(x, Tensor)`` test holds here: its device is
+        not established (an ``int[]`` argument someone may pass as a CPU tensor)."""
+        if node.id in self._typed_tensors:
+            return False
+        state = self._node_narrow.get(id(node)) if self._node_narrow else None
+        return (state or self.narrowed_at(node.id, node.lineno)) == "tensor"
+
     def in_guarded_branch(self, line: int) -> bool:
         return any(start <= line <= end for start, end, _, _ in self.narrowed)
 
@@ -246,21 +338,41 @@ class FunctionFacts:
             return self.is_host_value(node.value, depth + 1)
         if isinstance(node, ast.BinOp):
             sides = (node.left, node.right)
-            return any(self.is_host_value(s, depth + 1) for s in sides) and not any(
-                self.tensorish(s, depth + 1) for s in sides)
+            hosts = [self.is_host_value(s, depth + 1) for s in sides]
+            return any(hosts) and not any(not h and self.tensorish(s, depth + 1) for s, h in zip(sides, hosts))
         if isinstance(node, ast.UnaryOp):
             return self.is_host_value(node.operand, depth + 1)
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            hosts = [self.is_host_value(s, depth + 1) for s in operands]
+            return any(hosts) and not any(not h and self.tensorish(s, depth + 1) for s, h in zip(operands, hosts))
         if isinstance(node, ast.Call):
             func = node.func
             qual = self.aliases.resolve(func)
             if qual is not None:
                 if qual.split(".", 1)[0] in ("numpy", "np"):
                     return True
-                return self.host_tensor_call(node)
+                if qual.endswith((".get_rng_state", ".get_rng_state_all")):
+                    return True  # RNG state is a CPU tensor, for CUDA generators too
+                if self.host_tensor_call(node):
+                    return True
+                device = _kw(node, "device")
+                if device is not None and qual.startswith("torch.") and is_cpu_device(self.aliases, device):
+                    return True  # torch.empty(..., device="cpu")
+
+                # `torch.prod(torch.tensor(shape))`, `torch.any(x_cpu < 0)`: an op on host tensors stays there
+                module = qual.rpartition(".")[0]
+                return (module in _TENSOR_MODULES and bool(node.args) and _kw(node, "device") is None
+                        and self.is_host_value(node.args[0], depth + 1)
+                        and not any(self.tensorish(a, depth + 1) for a in node.args[1:]))
+            if isinstance(func, ast.Name) and func.id in self.index.module_funcs:
+                return self.index.returns_host(func.id, self)  # a helper of this module returning a CPU tensor
             if isinstance(func, ast.Attribute):
                 attr = func.attr
                 if attr in ("cpu", "numpy", "tolist") and not node.args:
                     return True
+                if attr in ("get_state", "graphsafe_get_state") and not node.args:
+                    return True  # a generator's state is a CPU tensor
                 if attr == "to":
                     return self.to_cpu(node) or (self.is_host_value(func.value, depth + 1) and not self._moves(node))
                 if attr in ("cuda", "pin_memory"):
@@ -298,13 +410,55 @@ class FunctionFacts:
     def baked_source_of(self, name: str) -> ast.AST | None:
         return self._baked_origin.get(name)
 
+    def structural(self, expr: ast.AST) -> bool:
+        """Built only from shapes, sizes, strides, ``len()`` and literals (``B * H``, ``list(x.shape)``,
+        ``torch.prod(torch.tensor(batch))`` where ``*batch, L = x.shape``): fixed by the call's shapes."""
+        names = 0
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Attribute) and node.attr in _STRUCTURE_ATTRS:
+                names += 1
+                continue
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in SHAPE_METHODS:
+                    names += 1
+                    stack.extend(node.args)
+                    continue
+                if is_builtin(self.aliases, func, ("len",)):
+                    names += 1
+                    continue
+                qual = self.aliases.resolve(func)
+                if is_builtin(self.aliases, func, ("int", "list", "tuple", "max", "min", "sum", "abs")) or (
+                        qual in ("torch.tensor", "torch.prod", "math.prod", "triton.cdiv", "torch.Size")
+                        and _kw(node, "device") is None):
+                    stack.extend(node.args)
+                    continue
+                return False
+            if isinstance(node, ast.Name):
+                if not self.has(node.id, "shape"):
+                    return False
+                names += 1
+                continue
+            if isinstance(node, (ast.Subscript, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List, ast.Starred)):
+                stack.extend(ast.iter_child_nodes(node))
+                continue
+            if isinstance(node, (ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.Slice)):
+                if isinstance(node, ast.Slice):
+                    stack.extend(ast.iter_child_nodes(node))
+                continue
+            return False
+        return names > 0
+
     def _host_read(self, node: ast.Call) -> bool:
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and not node.args:
             return self.is_host_value(func.value)
         if isinstance(func, ast.Name) and len(node.args) == 1 and is_builtin(self.aliases, func, ("int", "float")):
             arg = node.args[0]
-            return self.is_host_value(arg) and not isinstance(arg, (ast.Name, ast.Attribute))
+            return (self.is_host_value(arg) and not isinstance(arg, (ast.Name, ast.Attribute))
+                    and not self.structural(arg))
         return False
 
     # -- building ----------------------------------------------------------
@@ -318,10 +472,20 @@ class FunctionFacts:
             if arg is None or arg.annotation is None:
                 continue
             text = _annotation_text(arg.annotation)
-            if "Tensor" in text and not _CONTAINER_ANNOTATION.match(text):
-                self._add(arg.arg, "tensor")
+            if "Tensor" in text and not _CONTAINER_ANNOTATION.match(_strip_optional(text)):
+                if self._comment_says_host(arg.lineno):
+                    self._add(arg.arg, "hostval")  # `n: torch.Tensor,  # CPU tensor [1]`
+                else:
+                    self._add(arg.arg, "tensor")
+                    self._typed_tensors.add(arg.arg)
             elif text.split("[", 1)[0].split(".")[-1] in _SEQ_ANNOTATIONS and "[" in text:
                 self._add(arg.arg, "hostseq")
+
+    def _comment_says_host(self, line: int) -> bool:
+        text = self.index.line(line)
+        if "#" not in text:
+            return False
+        return _HOST_COMMENT.search(text.split("#", 1)[1]) is not None
 
     def _bind(self, target: ast.AST, value: ast.expr) -> None:
         kinds = self.classify(value)
@@ -330,12 +494,20 @@ class FunctionFacts:
         if isinstance(target, ast.Name):
             for kind in kinds:
                 self._add(target.id, kind)
+            if "tensor" in kinds:
+                self._typed_tensors.add(target.id)
             if "host" in kinds and target.id not in self.host_origin:
                 self.host_origin[target.id] = self.host_source(value) or value
             if "hostread" in kinds and target.id not in self._baked_origin:
                 self._baked_origin[target.id] = self.baked_source(value) or value
         elif isinstance(target, (ast.Tuple, ast.List)):
             elem_kinds = kinds - {"hostseq", "hosttensor", "pinned", "cpugen", "event"}
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                # `a, b = x.size(0), y.max().item()`: each name gets its own value's kinds
+                for elt, part in zip(target.elts, value.elts):
+                    if not isinstance(elt, ast.Starred):
+                        self._bind(elt, part)
+                return
             for elt in target.elts:
                 if isinstance(elt, ast.Starred):
                     elt = elt.value
@@ -375,11 +547,14 @@ class FunctionFacts:
             kinds.add("loop")
         if isinstance(value, _SEQ_NODES) or self.is_host_seq(value):
             kinds.add("hostseq")
+        if self.structural(value):
+            kinds.add("shape")
         if isinstance(value, ast.Call):
             qual = self.aliases.resolve(value.func)
             if self.host_tensor_call(value):
                 kinds.add("hosttensor")
-                if _kw_true(value, "pin_memory"):
+                pinned = _kw(value, "pin_memory")  # `pin_memory=<a flag the caller sets>`: taken as pinned
+                if pinned is not None and not (isinstance(pinned, ast.Constant) and not pinned.value):
                     kinds.add("pinned")
             elif (isinstance(value.func, ast.Attribute) and value.func.attr == "pin_memory"
                   and self.is_host_tensor(value.func.value)):
@@ -400,6 +575,9 @@ class FunctionFacts:
         if isinstance(node, ast.Name):
             if self.has(node.id, "hostval") or self.host_named(node.id):
                 return False
+            state = self._node_narrow.get(id(node)) if self._node_narrow else None
+            if state is not None:
+                return state == "tensor"
             if self.narrowed and self.narrowed_at(node.id, node.lineno) == "nottensor":
                 return False
             return self.has(node.id, "tensor")
@@ -494,6 +672,8 @@ class FunctionFacts:
                 return "GC104"
             return None
         if isinstance(func, ast.Name) and len(node.args) == 1 and not node.keywords:
+            if self.is_host_value(node.args[0]):
+                return None
             if is_builtin(self.aliases, func, ("int", "float", "bool")) and self.tensorish(node.args[0]):
                 return "GC102"
             if is_builtin(self.aliases, func, ("max", "min", "sum", "any", "all")) and self.tensorish(node.args[0]):
@@ -555,6 +735,8 @@ class FunctionFacts:
                     return "is a tensor value"
             if isinstance(node, ast.Name):
                 kinds = self.kinds.get(node.id, ())
+                if "shape" in kinds and "host" not in kinds:
+                    continue
                 if "loop" in kinds and ("host" in kinds or "tensor" in kinds or "hostread" in kinds):
                     return f"changes every iteration of a loop over values read at run time (`{node.id}`)"
                 if not loop_only and "hostread" in kinds and "host" not in kinds:
@@ -609,26 +791,85 @@ class FunctionFacts:
         return isinstance(node, ast.Name) and self.has(node.id, "pinned")
 
 
+_NEGATED_FLAG = re.compile(r"skip|disable|(^|_)no_|(^|_)not_")
+_HOST_COMMENT = re.compile(r"(?i)\b(cpu|host|pinned)\b")
+
+
+def _compile_globs(patterns: Sequence[str]) -> "re.Pattern[str] | None":
+    pats = [fnmatch.translate(p.lower()) for p in patterns if p]
+    return re.compile("|".join(pats)) if pats else None
+
+
+def _strip_optional(text: str) -> str:
+    """``Optional[list[Tensor]]`` / ``list[Tensor] | None`` -> ``list[Tensor]``."""
+    text = text.strip()
+    for head in ("typing.Optional[", "Optional["):
+        if text.startswith(head) and text.endswith("]"):
+            return text[len(head):-1].strip()
+    for tail in ("| None", "|None"):
+        if text.endswith(tail):
+            return text[: -len(tail)].strip()
+    if text.startswith(("None |", "None|")):
+        return text.split("|", 1)[1].strip()
+    return text
+
+
+def _host_device_test(test: ast.AST) -> bool | None:
+    """True when ``test`` holds only for a tensor off the accelerator (``x.device.type == "cpu"``,
+    ``x.device.type != "cuda"``, ``x.is_cpu``), False when only on it (``x.is_cuda``,
+    ``x.device.type == "cuda"``), None for any other test."""
+    if isinstance(test, ast.Attribute) and test.attr in ("is_cpu", "is_cuda"):
+        return test.attr == "is_cpu"
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+        return None
+    left, right = test.left, test.comparators[0]
+    if isinstance(left, ast.Constant):
+        left, right = right, left
+    if not (isinstance(left, ast.Attribute) and left.attr == "type" and isinstance(left.value, ast.Attribute)
+            and left.value.attr == "device"):
+        return None
+    equal = isinstance(test.ops[0], ast.Eq)
+    if isinstance(right, ast.Constant) and right.value in ("cpu", "meta"):
+        return equal
+    if isinstance(right, ast.Constant) and right.value == "cuda":
+        return not equal
+    if not isinstance(right, ast.Constant):  # `!= flag_gems.device`, `!= self.device_type`: the accelerator
+        return not equal
+    return None
+
+
+def _exits(block: list[ast.stmt]) -> bool:
+    return bool(block) and isinstance(block[-1], (ast.Raise, ast.Return))
+
+
 _CONTAINER_ANNOTATION = re.compile(r"^(typing\.)?(List|list|Tuple|tuple|Sequence|Dict|dict|Iterable|Mapping|Set|set)\[")
-
-
-def _debug_flag(test: ast.AST) -> bool:
-    """``debug``, ``self.debug_mode``, ``args.enable_debug_checks``: a debug switch."""
-    name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else ""
-    return "debug" in name.lower()
 
 
 def _memo_return(fn: ast.AST) -> int | None:
     """The last line of a memo lookup that returns early (``if (v := CACHE.get(key)) is not None: return v``,
-    ``if key in CACHE: return CACHE[key]``): what follows runs on a cache miss, in practice the first call."""
+    ``if key in CACHE: return CACHE[key]``, ``v = CACHE.get(key)`` then ``if v is not None: ...; return v``):
+    what follows runs on a cache miss, in practice the first call. A function decorated with
+    ``functools.cache``/``lru_cache`` runs its whole body only on a miss."""
+    for dec in getattr(fn, "decorator_list", ()):
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name in ("cache", "lru_cache", "cached"):
+            return getattr(fn, "lineno", 0)
+    looked_up: set[str] = set()  # names assigned from a `.get(...)` lookup
     for stmt in getattr(fn, "body", ()):
-        if not (isinstance(stmt, ast.If) and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Return)
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute)
+                and stmt.value.func.attr == "get"):
+            looked_up.add(stmt.targets[0].id)
+            continue
+        if not (isinstance(stmt, ast.If) and stmt.body and isinstance(stmt.body[-1], ast.Return)
                 and not stmt.orelse):
             continue
         test = stmt.test
         lookup = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
                      for n in ast.walk(test)) or (isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.In))
-        if lookup:
+        lookup = lookup or any(isinstance(n, ast.Name) and n.id in looked_up for n in ast.walk(test))
+        if lookup and (len(stmt.body) == 1 or looked_up):
             return stmt.end_lineno or stmt.lineno
     return None
 

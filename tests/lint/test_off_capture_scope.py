@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from graphcheck.config import DEFAULT_EAGER, DEFAULT_HARNESS, Config, ConfigError, from_table
+from graphcheck.config import (
+    DEFAULT_EAGER,
+    DEFAULT_HARNESS,
+    Config,
+    ConfigError,
+    from_table,
+)
 from graphcheck.lint.engine import lint_paths
 from graphcheck.lint.project import ScopeNames
 
@@ -179,7 +185,7 @@ def test_scope_names_globs():
     assert names.match("bench_x") and names.match("Cls.bench_x") and names.match("bench_x.<locals>.f")
     assert not names.match("benchx")
     assert not ScopeNames([]).match("anything")
-    assert ScopeNames(DEFAULT_HARNESS).match("Fc12TesterBase.run_kernel") is False  # `*Tester` is a suffix
+    assert ScopeNames(DEFAULT_HARNESS).match("Fc12TesterBase.run_kernel")
     assert ScopeNames(DEFAULT_HARNESS).match("Fc12Tester.run_kernel")
     assert ScopeNames(DEFAULT_EAGER).match("AiterAttnBackend.init_forward_metadata")
     assert not ScopeNames(DEFAULT_EAGER).match("AiterAttnBackend.init_forward_metadata_in_graph")
@@ -192,3 +198,86 @@ def test_config_keys(tmp_path):
     assert cfg.harness_functions == ()
     with pytest.raises(ConfigError):
         from_table({"eager-functions": 3}, None, tmp_path)
+
+
+def test_a_launcher_called_only_from_eager_or_harness_code_runs_eagerly(tmp_path):
+    got = lint(tmp_path, {"backend.py": textwrap.dedent(KERNEL) + textwrap.dedent("""\
+
+        class Backend:
+            def init_forward_metadata(self, batch):
+                self._apply_metadata(batch)
+
+            def _apply_metadata(self, batch):
+                kern[(batch.lens.max().item(),)](batch.lens, 4)
+
+        def run(x):
+            kern[(x.max().item(),)](x, 4)
+
+        def main():
+            run(None)
+
+        def shared(x):
+            kern[(x.max().item(),)](x, 4)
+
+        def bench_shared(x):
+            shared(x)
+
+        def forward(x):
+            shared(x)
+
+        def public_launcher(x):
+            kern[(x.max().item(),)](x, 4)
+
+        def demo(x):
+            kern[(x.max().item(),)](x, 4)
+
+        if __name__ == "__main__":
+            demo(torch.ones(4))
+    """)})
+    functions = {f for *_, f in got}
+    assert "Backend._apply_metadata" not in functions  # only init_forward_metadata calls it
+    assert "run" not in functions  # only the script's main calls it
+    assert "shared" in functions  # a library caller too
+    assert "public_launcher" in functions  # no caller in the tree: public API
+    assert "demo" not in functions  # only the script block calls it
+
+
+def test_a_launcher_called_from_a_capture_site_stays(tmp_path):
+    got = lint(tmp_path, {"g.py": textwrap.dedent(KERNEL) + textwrap.dedent("""\
+
+        def bench_step(x):
+            step(x)
+
+        def step(x):
+            kern[(x.max().item(),)](x, 4)
+
+        def capture(g, x):
+            with torch.cuda.graph(g):
+                step(x)
+    """)})
+    assert any(f == "step" for *_, f in got)
+
+
+def test_reference_modules_cpu_implementations_and_setup_functions(tmp_path):
+    body = textwrap.dedent(KERNEL) + textwrap.dedent("""\
+
+        def rcp(x):
+            kern[(1,)](x, 4)
+            torch.cuda.synchronize()
+    """)
+    got = lint(tmp_path, {"pkg/cute_ref_ops.py": body, "pkg/mega_reference.py": body, "pkg/ops.py": body,
+                          "pkg/setup.py": textwrap.dedent(KERNEL) + textwrap.dedent("""\
+
+        def dequant_cpu(x):
+            kern[(1,)](x, 4)
+            return x.sum().item()
+
+        def a2a_init_workspace(x):
+            kern[(1,)](x, 4)
+            torch.cuda.synchronize()
+
+        def allocate_buffers(x):
+            kern[(1,)](x, 4)
+            torch.cuda.synchronize()
+    """)})
+    assert sorted({name for name, *_ in got}) == ["ops.py"]
