@@ -86,6 +86,10 @@ class ScopeNames:
         return False
 
 
+# modules of reference implementations (`cute_ref_ops.py`, `mega_reference.py`): harness code by their name
+_REFERENCE_MODULE = ScopeNames(["*_ref", "ref_*", "*_ref_*", "*reference*"])
+
+
 @dataclasses.dataclass(frozen=True)
 class ExtraRoot:
     """A function named from outside the source (a recorded capture map): file and qualified name."""
@@ -599,7 +603,8 @@ class ProjectIndex:
             return self._off_memo[dotted]
         module, qual, rec = self.funcs[dotted]
         out = None
-        if rec.get("main_block") or self.harness.match(qual) or self.harness.match(module.rpartition(".")[2]):
+        if (rec.get("main_block") or self.harness.match(qual)
+                or (self.harness.patterns and _REFERENCE_MODULE.match(module.rpartition(".")[2]))):
             out = "harness"
         elif self.eager.match(qual):
             out = "eager"
