@@ -317,7 +317,8 @@ class _FunctionChecker:
             finding = findings[index]
             if line in sync_lines and finding.severity == "error" and finding.line != line:
                 findings[index] = dataclasses.replace(
-                    finding, severity=Severity.WARNING, message=f"{finding.message}; it follows from the sync on line {line}",
+                    finding, severity=Severity.WARNING,
+                    message=f"{finding.message}; it follows from the sync on line {line}",
                     evidence={**finding.evidence, "follows": line})
 
     def t(self, node: ast.AST) -> str:

@@ -795,7 +795,7 @@ _NEGATED_FLAG = re.compile(r"skip|disable|(^|_)no_|(^|_)not_")
 _HOST_COMMENT = re.compile(r"(?i)\b(cpu|host|pinned)\b")
 
 
-def _compile_globs(patterns: Sequence[str]) -> "re.Pattern[str] | None":
+def _compile_globs(patterns: Sequence[str]) -> re.Pattern[str] | None:
     pats = [fnmatch.translate(p.lower()) for p in patterns if p]
     return re.compile("|".join(pats)) if pats else None
 
