@@ -310,7 +310,7 @@ def render(trees: list[Tree], sample: list[Finding], cap: int, eligible: dict[st
     drawn = collections.Counter(f.repo for f in sample)
     cap_line = (f"Per-tree cap {cap} (the study's {PER_TREE_CAP}" +
                 (")." if cap == PER_TREE_CAP else f", raised by the top-up rule to reach {MIN_SAMPLE}).") +
-                " Drawn per tree: " +
+                " Drawn per tree, of its sampleable errors: " +
                 ", ".join(f"{t.name} {drawn[t.name]} of {eligible[t.name]}" for t in trees) + ".")
     if len(sample) < MIN_SAMPLE:
         cap_line += f" **The sample is below {MIN_SAMPLE}: the trees have no more sampleable errors.**"
