@@ -154,6 +154,11 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
     raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
 
 
+# Keys whose value is a list of strings (or one string), stored under the field of the same name.
+_STR_LIST_KEYS = ("entry-points", "custom-op-registrars", "host-names", "capture-guards", "default-exclude",
+                  "vendor-exclude", "debug-flags", "data-dependent-ops", "eager-functions", "harness-functions")
+
+
 def _root_glob(pattern: str) -> str:
     """A glob relative to the project root: ``./vendor`` is ``vendor`` (relative paths never start with ``./``)."""
     while pattern.startswith("./"):
@@ -182,26 +187,8 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
             )
         elif key == "exclude":
             values["exclude"] = tuple(_root_glob(glob) for glob in _str_list(value, where))
-        elif key == "entry-points":
-            values["entry_points"] = _str_list(value, where)
-        elif key == "custom-op-registrars":
-            values["custom_op_registrars"] = _str_list(value, where)
-        elif key == "host-names":
-            values["host_names"] = _str_list(value, where)
-        elif key == "capture-guards":
-            values["capture_guards"] = _str_list(value, where)
-        elif key == "default-exclude":
-            values["default_exclude"] = _str_list(value, where)
-        elif key == "vendor-exclude":
-            values["vendor_exclude"] = _str_list(value, where)
-        elif key == "debug-flags":
-            values["debug_flags"] = _str_list(value, where)
-        elif key == "data-dependent-ops":
-            values["data_dependent_ops"] = _str_list(value, where)
-        elif key == "eager-functions":
-            values["eager_functions"] = _str_list(value, where)
-        elif key == "harness-functions":
-            values["harness_functions"] = _str_list(value, where)
+        elif key in _STR_LIST_KEYS:
+            values[key.replace("-", "_")] = _str_list(value, where)
         elif key == "fail-on":
             if not isinstance(value, str) or value.lower() not in FAIL_ON:
                 raise ConfigError(f"{where}: expected one of {', '.join(FAIL_ON)}, got {value!r}")

@@ -565,15 +565,7 @@ class ProjectIndex:
         callers: dict[str, set[str]] = {}
         for dotted, (_module, _qual, rec) in self.funcs.items():
             for callee in rec.get("calls", ()):
-                found = self.resolve(callee)
-                if found is None:
-                    continue
-                target = found[1]
-                if found[0] == "class":
-                    init = self._member(target, ["__init__"], 0)
-                    target = init[1] if init is not None else ""
-                elif found[0] != "func":
-                    continue
+                target = self._call_target(callee)
                 if target in wanted and target != dotted:
                     callers.setdefault(target, set()).add(dotted)
         for summ in self.summaries.values():  # calls from a script's `if __name__ == "__main__":` block
@@ -596,6 +588,18 @@ class ProjectIndex:
         for root in eager_only:
             del self.roots[root]
         return bool(eager_only)
+
+    def _call_target(self, callee: str) -> str | None:
+        """The function a call runs: a function, or the ``__init__`` of a class; None when unresolved or neither."""
+        found = self.resolve(callee)
+        if found is None:
+            return None
+        if found[0] == "func":
+            return found[1]
+        if found[0] == "class":
+            init = self._member(found[1], ["__init__"], 0)
+            return init[1] if init is not None else None
+        return None
 
     def off_scope(self, dotted: str) -> str | None:
         """"harness" or "eager" when the function is never captured code: reach neither starts nor passes there."""
@@ -646,16 +650,8 @@ class ProjectIndex:
                     queue.append(child)
             rec = self.funcs[dotted][2]
             for callee in rec.get("calls", ()):
-                found = self.resolve(callee)
-                if found is None:
-                    continue
-                target = found[1]
-                if found[0] == "class":
-                    init = self._member(target, ["__init__"], 0)
-                    if init is None:
-                        continue
-                    target = init[1]
-                elif found[0] != "func":
+                target = self._call_target(callee)
+                if target is None:
                     continue
                 if target not in self.parent and target not in self.kernels and self.off_scope(target) is None:
                     self.parent[target] = (dotted, "call")
