@@ -59,10 +59,13 @@ DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host", "*_pinned")
 # checking: code under them does not run in captured serving.
 DEFAULT_DEBUG_FLAGS = ("*debug*", "check", "check_*", "*_check", "*_check_*", "*_checks", "*validate*",
                        "*validation*", "*sanity*")
-# Ops whose output size depends on the data by definition: findings in their implementations are warnings.
+# Ops that read their data on the host by definition (an output size that depends on the data, a range or
+# lengths taken from it, a host-side solver): aten's CUDA implementation synchronizes as well, so an engine
+# cannot capture them whoever implements them. Findings in their implementations are warnings.
 DEFAULT_DATA_DEPENDENT = ("*unique*", "nonzero", "_nonzero*", "nonzero_numpy", "nonzero_tuple", "argwhere",
                           "*masked_select*", "repeat_interleave_tensor*", "repeat_interleave_self_tensor*",
-                          "*bincount*", "one_hot", "*segment_packbits*")
+                          "*bincount*", "one_hot", "*segment_packbits*", "histc", "ctc_loss*", "*eigvals*",
+                          "linalg_eig", "_linalg_eig", "choose_qparams*")
 # What a function or an enclosing scope is named like when it is a test, benchmark, reference or script
 # (harness-functions); and functions that engines run eagerly, before a replay (eager-functions)
 DEFAULT_HARNESS = ("test_*", "Test*", "*Test", "*TestCase", "*Tester*", "*Benchmark*", "*Bench", "bench_*",
@@ -70,7 +73,8 @@ DEFAULT_HARNESS = ("test_*", "Test*", "*Test", "*TestCase", "*Tester*", "*Benchm
                    "*_ref", "ref_*", "*_ref_*", "reference_*", "*_reference", "*Reference*")
 DEFAULT_EAGER = ("*.init_forward_metadata", "*.init_forward_metadata_out_graph",
                  "*MetadataBuilder*.build*", "*.plan", "*prepare_*metadata*", "plan_*metadata*",
-                 "compute_block_sparsity", "create_block_mask", "*_cpu", "*init_workspace*", "allocate_*")
+                 "compute_block_sparsity", "create_block_mask", "*_cpu", "*init_workspace*", "allocate_*",
+                 "get_scheduler_metadata")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -290,7 +290,8 @@ class _FunctionChecker:
         if self.data_dependent and "_severity" not in evidence and rules.get(code).severity == "error":
             # a sync inside `unique`/`nonzero`/...: the op cannot size its output without one
             evidence = {**evidence, "_severity": "warning", "data_dependent": self.data_dependent}
-            message += (f"; `{self.data_dependent}` is an op whose output size depends on the data by definition")
+            message += (f"; `{self.data_dependent}` is an op whose output size depends on the data by definition"
+                        " (or that reads its data on the host by definition): aten synchronizes there too")
         index = self.linter.report(code, node, self.info, self.reason, message, **evidence)
         if index is not None and isinstance(origin, ast.AST):
             self._derived.append((index, origin.lineno))  # type: ignore[attr-defined]

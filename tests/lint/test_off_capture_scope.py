@@ -190,6 +190,9 @@ def test_scope_names_globs():
     assert ScopeNames(DEFAULT_EAGER).match("AiterAttnBackend.init_forward_metadata")
     assert not ScopeNames(DEFAULT_EAGER).match("AiterAttnBackend.init_forward_metadata_in_graph")
     assert not ScopeNames(DEFAULT_EAGER).match("Backend.init_forward_metadata_replay_cuda_graph")
+    # FlashAttention-3's scheduler metadata is built by the attention metadata builder, before the replay
+    assert ScopeNames(DEFAULT_EAGER).match("get_scheduler_metadata")
+    assert not ScopeNames(DEFAULT_EAGER).match("scheduler_step")
 
 
 def test_config_keys(tmp_path):

@@ -618,3 +618,27 @@ def test_module_named_for_a_data_dependent_op():
     ''')
     assert [f.severity.value for f in lint_python(src, "ops/unique_dim.py")] == ["warning"]
     assert [f.severity.value for f in lint_python(src, "ops/gather.py")] == ["error"]
+
+
+# Ops that read their data on the host by definition (aten's CUDA implementation synchronizes too): histc with
+# min == max takes its range from the data, ctc_loss moves its lengths to the host, eigvals solves on the host.
+HISTC = '''
+    def histc(x: torch.Tensor, bins=100, min=0, max=0):
+        if min == max:
+            lo, hi = x.min().item(), x.max().item()
+        kern[(1,)](x, 1, BLOCK=64)
+
+    def histogram_rows(x: torch.Tensor):
+        lo = x.min().item()
+        kern[(1,)](x, 1, BLOCK=64)
+'''
+
+
+def test_ops_that_read_their_data_on_the_host_by_definition_are_warnings():
+    got = findings(HISTC)
+    histc = [f for *_, f in got if f.function == "histc"]
+    assert histc and {(f.code, f.severity.value) for f in histc} == {("GC101", "warning")}
+    assert "aten synchronizes there too" in histc[0].message
+    assert histc[0].evidence["data_dependent"] == "histc"
+    other = [f for *_, f in got if f.function == "histogram_rows"]  # a look-alike name is not the op
+    assert [(f.code, f.severity.value) for f in other] == [("GC101", "error")]
