@@ -115,9 +115,12 @@ class FileContext:
     aliases: dict[str, str]  # local name -> external dotted name, through in-tree re-exports
     kernels: dict[str, list[Any]]  # local name of an imported kernel -> [name, params, constexprs, autotuned]
     broken: bool = False  # the file did not parse: the rules report it
+    captures: list[str] = dataclasses.field(default_factory=list)  # qualnames that open a capture region
+    off: dict[str, str] = dataclasses.field(default_factory=dict)  # qualname -> "harness"|"eager" (never captured)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"reach": self.reach, "aliases": self.aliases, "kernels": self.kernels, "broken": self.broken}
+        return {"reach": self.reach, "aliases": self.aliases, "kernels": self.kernels, "broken": self.broken,
+                "captures": self.captures, "off": self.off}
 
     def digest(self) -> str:
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
@@ -284,7 +287,9 @@ class ProjectIndex:
     def __init__(self, files: Sequence[str], *, registrars: Sequence[str] = (), entry_points: Sequence[str] = (),
                  extra_roots: Sequence[ExtraRoot] = (), jobs: int = 1, cache_dir: Path | None = None,
                  max_file_size: int = 10**7, trust_stat: bool = True, eager: Sequence[str] = DEFAULT_EAGER,
-                 harness: Sequence[str] = DEFAULT_HARNESS) -> None:
+                 harness: Sequence[str] = DEFAULT_HARNESS, source: str | None = None) -> None:
+        """``source``: the text of the one file in ``files``, not read from disk and not cached (the
+        no-project mode of ``lint_python``: the file is its own project, with the same roots and scope)."""
         self.registrars = tuple(registrars)
         self.eager = ScopeNames(eager)
         self.harness = ScopeNames(harness)
@@ -302,6 +307,15 @@ class ProjectIndex:
         self.cache = _IndexCache(cache_dir if trust_stat else None, _cache_key(self.registrars, self.words))
         self.entries: dict[str, list[Any]] = {}  # path -> cache entry
         self.summaries: dict[str, dict[str, Any]] = {}  # module -> summary
+        if source is not None:
+            (path,) = self.names
+            module, is_package = self.names[path]
+            summ = summary_mod.summarize(source, module, is_package, self.registrars)
+            lines = source.count("\n") + (0 if not source or source.endswith("\n") else 1)
+            defs = len(_DEF_LINE.findall(source.encode(errors="replace")))
+            self._take(path, [len(source), 0, None, defs, True, summ, lines])
+            self._build()
+            return
         extra_paths = {os.path.normpath(os.path.abspath(r.path)) for r in self.extra_roots}
         self._load(list(self.names), force=extra_paths)
         self._build()
@@ -631,8 +645,10 @@ class ProjectIndex:
                 d for d, (_, q, _) in self.funcs.items() if q == qual and d.startswith(module.rpartition(".")[2])]
         if entry in self.funcs:
             return [entry]
-        out = [d for d, (_, q, _) in self.funcs.items() if q == entry or d.endswith("." + entry)]
-        return out
+        # a bare qualified name (`forward` is the module-level function, not `Model.forward`), or one with
+        # its module's dotted name (or the end of it) in front
+        return [d for d, (_, q, _) in self.funcs.items()
+                if q == entry or (entry.endswith("." + q) and d.endswith("." + entry))]
 
     # -- reachability ------------------------------------------------------
 
@@ -709,10 +725,17 @@ class ProjectIndex:
         if summ is None:
             return None
         reach = {}
-        for qual in summ.get("funcs", {}):
-            how = self.reach(f"{module}.{qual}", str(module))
+        captures: list[str] = []
+        off: dict[str, str] = {}
+        for qual, rec in summ.get("funcs", {}).items():
+            dotted = f"{module}.{qual}"
+            how = self.reach(dotted, str(module))
             if how is not None:
                 reach[qual] = [how.reason, how.root, how.chain, how.guess]
+            if rec.get("opens_capture"):
+                captures.append(qual)
+            if dotted in self.funcs and self.off_scope(dotted) is not None:
+                off[qual] = str(self.off_scope(dotted))
         aliases: dict[str, str] = {}
         kernels: dict[str, list[Any]] = {}
         self._missing = set()
@@ -725,7 +748,7 @@ class ProjectIndex:
             elif found[0] == "func" and found[1] in self.kernels and self.kernels[found[1]] == "triton":
                 rec = self.funcs[found[1]][2]
                 kernels[local] = [local, rec.get("params", []), rec.get("cx", []), found[1] in self.autotuned]
-        return FileContext(reach, aliases, kernels, bool(summ.get("broken")))
+        return FileContext(reach, aliases, kernels, bool(summ.get("broken")), captures, off)
 
     def in_scope(self, path: str) -> bool:
         module = self.names.get(path, (None,))[0]

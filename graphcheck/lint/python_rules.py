@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from graphcheck import rules
-from graphcheck.config import DEFAULT_DATA_DEPENDENT, DEFAULT_DEBUG_FLAGS
+from graphcheck.config import DEFAULT_DATA_DEPENDENT, DEFAULT_DEBUG_FLAGS, DEFAULT_EAGER, DEFAULT_HARNESS
 from graphcheck.findings import Finding, Severity
+from graphcheck.lint import capture_sites
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, FunctionFacts, is_builtin, is_cpu_device
 
@@ -76,17 +77,24 @@ _TIME_FUNCS = {"time.time", "time.perf_counter", "time.monotonic", "time.process
 
 
 def lint_python(source: str, path: str, *, all_functions: bool = False,
-                entry_points: Sequence[str] = (), context: dict[str, Any] | None = None) -> list[Finding]:
+                entry_points: Sequence[str] = (), context: dict[str, Any] | None = None,
+                registrars: Sequence[str] = (), eager: Sequence[str] = DEFAULT_EAGER,
+                harness: Sequence[str] = DEFAULT_HARNESS) -> list[Finding]:
     """Static findings for one Python source text. Never raises.
 
     ``context`` (from ``ProjectIndex.context(...).to_dict()``) replaces the
     module-local view: which functions are capture-reachable and why (with the
     call chain from their root), imported names that resolve to ``triton`` through
-    a re-export, and imported kernels. Without it the file is its own project.
+    a re-export, and imported kernels. Without it the file is its own project: a
+    one-file project index gives it the same roots, reachability and scope
+    (``registrars``, ``eager`` and ``harness`` as in ``[tool.graphcheck]``) that
+    ``graphcheck lint`` gives the file alone.
     """
     try:
-        if not all_functions and (not (context.get("reach") or context.get("broken")) if context is not None
-                                  else not may_be_reachable(source, entry_points)):
+        if context is None and (all_functions or _may_hold_root(source, entry_points)):
+            context = _own_project(source, path, entry_points, registrars, eager, harness)
+        if not all_functions and (context is None or not (
+                context.get("reach") or context.get("broken") or context.get("captures"))):
             return []
         if "\x00" in source:
             line = source.count("\n", 0, source.index("\x00")) + 1
@@ -108,6 +116,29 @@ def lint_python(source: str, path: str, *, all_functions: bool = False,
         return [_tool_finding("GC003", path, 1, 0,
                               f"the Python rules failed on this file ({type(exc).__name__}: {exc}); it was not fully "
                               "checked")]
+
+
+def _may_hold_root(source: str, entry_points: Sequence[str]) -> bool:
+    """What the project index summarizes up front: a file that can hold a capture root."""
+    from graphcheck.lint.project import ROOT_TOKENS
+
+    return any(t in source for t in ROOT_TOKENS) or may_be_reachable(source, entry_points)
+
+
+def _own_project(source: str, path: str, entry_points: Sequence[str], registrars: Sequence[str],
+                 eager: Sequence[str], harness: Sequence[str]) -> dict[str, Any] | None:
+    """The context a one-file project index gives the file (None when the source cannot be summarized)."""
+    from graphcheck.lint.project import ProjectIndex
+
+    index = ProjectIndex([path], registrars=registrars, entry_points=_local_entries(entry_points, path),
+                         eager=eager, harness=harness, source=source)
+    found = index.context(next(iter(index.names)))
+    return found.to_dict() if found is not None else None
+
+
+def _may_capture(source: str) -> bool:
+    """Can the source open a capture region (``torch.cuda.graph``, ``capture_begin``)?"""
+    return "graph" in source or "capture_begin" in source
 
 
 def _local_entries(entry_points: Sequence[str], path: str) -> list[str]:
@@ -198,6 +229,12 @@ class _Linter:
             targets = [(f, reachable.get(f)) for f in self.index.functions if not f.is_kernel]
         else:
             targets = [(f, reason) for f, reason in reachable.items()]
+        off = (self.context or {}).get("off", {})
+        for info in self.index.functions:  # capture regions first: their findings say where they are captured
+            if info.is_kernel or off.get(info.qualname) == "harness" or not _may_capture(self.source):
+                continue
+            for region in capture_sites.regions(info.node, self.index.aliases.resolve):
+                _FunctionChecker(self, info, None, region).run()
         for info, reason in targets:
             _FunctionChecker(self, info, reason).run()
         self.findings.sort(key=lambda f: (f.line, f.col, f.code))
@@ -229,12 +266,15 @@ class _Linter:
         return len(self.lines[line - 1].encode()[: node.col_offset].decode(errors="replace"))  # type: ignore[attr-defined]
 
     def report(self, code: str, node: ast.AST, info: FuncInfo, reason: str | None, message: str,
-               **evidence: object) -> int | None:
+               region: capture_sites.Region | None = None, **evidence: object) -> int | None:
         key = (code, node.lineno, node.col_offset)  # type: ignore[attr-defined]
         if key in self._seen:
             return None
         self._seen.add(key)
         where = f" inside `{info.qualname}`"
+        if region is not None:  # written in a capture region: captured, whatever reaches the function
+            where = f" inside {region.label} in `{info.qualname}`"
+            evidence = {**evidence, "captured": region.label}
         severity = evidence.pop("_severity", None) or rules.get(code).severity
         if isinstance(reason, list):  # from the project index: [reason, root, chain, guess]
             text, root, chain, guess = reason
@@ -261,8 +301,10 @@ class _Linter:
 class _FunctionChecker:
     """All rules over one function's own nodes, in one pass."""
 
-    def __init__(self, linter: _Linter, info: FuncInfo, reason: str | None) -> None:
+    def __init__(self, linter: _Linter, info: FuncInfo, reason: str | None,
+                 region: capture_sites.Region | None = None) -> None:
         self.linter = linter
+        self.region = region  # check only this capture region's statements, as captured code
         self.index = linter.index
         self.aliases = linter.index.aliases
         self.info = info
@@ -292,7 +334,7 @@ class _FunctionChecker:
             evidence = {**evidence, "_severity": "warning", "data_dependent": self.data_dependent}
             message += (f"; `{self.data_dependent}` is an op whose output size depends on the data by definition"
                         " (or that reads its data on the host by definition): aten synchronizes there too")
-        index = self.linter.report(code, node, self.info, self.reason, message, **evidence)
+        index = self.linter.report(code, node, self.info, self.reason, message, self.region, **evidence)
         if index is not None and isinstance(origin, ast.AST):
             self._derived.append((index, origin.lineno))  # type: ignore[attr-defined]
 
@@ -331,7 +373,7 @@ class _FunctionChecker:
         self._demote_derived(start)
 
     def _run(self) -> None:
-        nodes = self.info.own_nodes()
+        nodes = list(self.region.nodes()) if self.region is not None else self.info.own_nodes()
         booleaned: set[int] = set()
         joins: list[int] = []
         forks: list[ast.With | ast.AsyncWith] = []

@@ -26,10 +26,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from graphcheck.lint import capture_sites
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, generic_instantiation
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_CAPTURE_CONTEXTS = ("torch.cuda.graph", "torch.cuda.graphs.graph")
 
 
 def registrar_like(name: str, registrars: tuple[str, ...] = ()) -> bool:
@@ -160,18 +160,14 @@ class _Summarizer:
         launches: list[list[Any]] = []
         regs: list[list[Any]] = []
         capture: list[list[Any]] = []
-        begin_line = None
-        captured_calls: list[tuple[int, str]] = []
+        regions = capture_sites.regions(info.node, lambda n: self.dotted(n, info))
+        for region in regions:
+            site = {"with": "with torch.cuda.graph(...)", "begin": "CUDAGraph.capture_begin()"}.get(
+                region.kind, "make_graphed_callables")
+            targets = [d for d in (self.dotted(c.func, info) for c in region.calls()
+                                   if not isinstance(c.func, ast.Subscript)) if d]
+            capture.append([f"{site} on line {region.line}", region.line, region.end, targets])
         for node in info.own_nodes():
-            if isinstance(node, (ast.With, ast.AsyncWith)):
-                for item in node.items:
-                    expr = item.context_expr
-                    if isinstance(expr, ast.Call) and (self.dotted(expr.func, info) or "") in _CAPTURE_CONTEXTS:
-                        inner = _calls_in(node.body)
-                        targets = [d for d in (self.dotted(c.func, info) for c in inner) if d]
-                        capture.append([f"with torch.cuda.graph(...) on line {node.lineno}", node.lineno,
-                                        node.end_lineno or node.lineno, targets])
-                continue
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
@@ -181,15 +177,6 @@ class _Summarizer:
                 launches.append([base, _text_of(func.value), bool(self.index.is_launch(node)) and not generic,
                                  generic, node.lineno])
                 continue
-            if isinstance(func, ast.Attribute) and func.attr in ("capture_begin", "capture_end"):
-                if func.attr == "capture_begin":
-                    begin_line = node.lineno
-                elif begin_line is not None:
-                    targets = [d for line, d in captured_calls if line > begin_line]
-                    capture.append([f"CUDAGraph.capture_begin() on line {begin_line}", begin_line, node.lineno,
-                                    targets])
-                    begin_line = None
-                continue
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
                 loader = self.dotted(func.value.func, info)  # `get_module().run(...)`: an extension op
                 if loader is not None:
@@ -198,7 +185,6 @@ class _Summarizer:
             if callee is None:
                 continue
             calls.append(callee)
-            captured_calls.append((node.lineno, callee))
             if callee.rpartition(".")[2] == "make_graphed_callables" and node.args:
                 first = node.args[0]
                 elts = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
@@ -229,6 +215,8 @@ class _Summarizer:
             out["regs"] = regs
         if capture:
             out["capture"] = capture
+        if regions:
+            out["opens_capture"] = True  # code written in the function itself is captured
         if info.root_reason:
             out["root"] = info.root_reason
         if info.is_method:
@@ -312,19 +300,6 @@ def _walk_expr(stmt: ast.stmt):
             if isinstance(child, (ast.stmt, ast.Lambda)):
                 continue
             stack.append(child)
-
-
-def _calls_in(body: list[ast.stmt]) -> list[ast.Call]:
-    out = []
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Subscript):
-            out.append(node)
-        stack.extend(ast.iter_child_nodes(node))
-    return out
 
 
 def _text_of(node: ast.AST) -> str:
