@@ -14,8 +14,8 @@ Keys: ``select``, ``ignore`` (codes or prefixes such as ``GC1``),
 ``vendor-exclude`` (path-part globs dropped below a linted directory),
 ``entry-points`` (qualified names of capture entry points),
 ``custom-op-registrars``, ``host-names``, ``capture-guards``, ``debug-flags``,
-``data-dependent-ops``, ``eager-functions`` and ``harness-functions`` (the static layer's scope and value
-model; docs/guide/lint.md), ``fail-on`` (error, warning, info, never),
+``data-dependent-ops``, ``eager-functions``, ``harness-functions`` and ``uncaptured-functions`` (the static
+layer's scope and value model; docs/guide/lint.md), ``fail-on`` (error, warning, info, never),
 ``all-functions`` (bool), ``max-file-size`` (bytes). Unknown keys and wrong types
 are errors.
 """
@@ -76,6 +76,27 @@ DEFAULT_EAGER = ("*.init_forward_metadata", "*.init_forward_metadata_out_graph",
                  "compute_block_sparsity", "create_block_mask", "*_cpu", "*init_workspace*", "allocate_*",
                  "get_scheduler_metadata")
 
+# Code that engines run outside capture although a capture root reaches it (uncaptured-functions): findings there
+# are warnings whose message says why. A glob without "/" matches, case-insensitively, a function's name, an
+# enclosing class or function, or its file's stem; a glob with a dot the qualified name (or an enclosing prefix);
+# a glob with "/" the file's path; "!glob" keeps a name (or, with "/", a path) that matches it from matching.
+# Grouped by the reason the message gives; a glob in no group gives the generic reason.
+UNCAPTURED_GROUPS: dict[str, tuple[str, ...]] = {
+    # object lifetime: engines tear down after serving, never inside a captured forward
+    "teardown": ("destroy", "destroy_*", "*_destroy", "close", "shutdown", "cleanup", "*_cleanup", "dispose",
+                 "release", "teardown", "finalize", "__del__", "__exit__"),
+    # engines capture decode (vLLM FULL graphs are decode-only, attention and mamba mixers are split out of its
+    # piecewise graphs); prefill, chunked prefill and the chunk form of linear attention (FLA `chunk_*`,
+    # `prepare_chunk_indices`, KDA `kda_chunked_*`) run eagerly. A name that also says decode stays in.
+    "prefill": ("*prefill*", "chunk_*", "prepare_chunk_*", "*_chunked_*", "!*decode*"),
+    # KV transfer of prefill/decode disaggregation (SGLang `srt/disaggregation/`): outside the model forward
+    "disaggregation": ("*/disaggregation/*",),
+    # PyTorch reference implementations named for it, reached from a kernel wrapper (not `*_fallback`: engines
+    # do run fallbacks under capture)
+    "reference": ("*_torch", "*_naive", "naive_*"),
+}
+DEFAULT_UNCAPTURED = tuple(glob for group in UNCAPTURED_GROUPS.values() for glob in group)
+
 
 @dataclasses.dataclass(frozen=True)
 class Config:
@@ -93,6 +114,7 @@ class Config:
     data_dependent_ops: tuple[str, ...] = DEFAULT_DATA_DEPENDENT  # qualname globs of data-dependent-size ops
     eager_functions: tuple[str, ...] = DEFAULT_EAGER  # qualname globs run before replay: not roots, not walked
     harness_functions: tuple[str, ...] = DEFAULT_HARNESS  # qualname globs of tests/benchmarks/references
+    uncaptured_functions: tuple[str, ...] = DEFAULT_UNCAPTURED  # name/path globs run outside capture: warnings
     fail_on: str = "warning"
     all_functions: bool = False
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
@@ -160,7 +182,8 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
 
 # Keys whose value is a list of strings (or one string), stored under the field of the same name.
 _STR_LIST_KEYS = ("entry-points", "custom-op-registrars", "host-names", "capture-guards", "default-exclude",
-                  "vendor-exclude", "debug-flags", "data-dependent-ops", "eager-functions", "harness-functions")
+                  "vendor-exclude", "debug-flags", "data-dependent-ops", "eager-functions", "harness-functions",
+                  "uncaptured-functions")
 
 
 def _root_glob(pattern: str) -> str:
@@ -209,7 +232,8 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
         else:
             known = ("select, ignore, per-file-ignores, exclude, default-exclude, vendor-exclude, entry-points, "
                      "custom-op-registrars, host-names, capture-guards, debug-flags, data-dependent-ops, "
-                     "eager-functions, harness-functions, fail-on, all-functions, max-file-size")
+                     "eager-functions, harness-functions, uncaptured-functions, fail-on, all-functions, "
+                     "max-file-size")
             raise ConfigError(f"{where_file}: unknown key {raw_key!r} in [tool.graphcheck] (known: {known})")
     return Config(root=root, source=source, **values)
 

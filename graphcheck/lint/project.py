@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from graphcheck.config import DEFAULT_EAGER, DEFAULT_HARNESS
+from graphcheck.config import DEFAULT_EAGER, DEFAULT_HARNESS, DEFAULT_UNCAPTURED, UNCAPTURED_GROUPS
 from graphcheck.lint import pool as lint_pool
 from graphcheck.lint import summary as summary_mod
 from graphcheck.lint.scope import (
@@ -59,6 +59,7 @@ _AUTOGRAD_FUNCTION = {"torch.autograd.Function", "torch.autograd.function.Functi
 # imported names worth following through re-exports when they are not called (kernel DSL modules)
 _DSL_NAMES = {"triton", "tl", "language", "libdevice", "tldevice", "cute", "cutlass", "ct", "tile", "torch"}
 _MAX_DEPTH = 24
+_CAPTURE_CALLS = {"capture_begin", "capture_end", "graph", "make_graphed_callables"}  # a context that captures
 _SCRIPT = "<__main__>"  # the caller a script's `if __name__ == "__main__":` block stands for
 
 
@@ -84,6 +85,66 @@ class ScopeNames:
             if self._dotted is not None and k > 1 and self._dotted.match(".".join(parts[:k])):
                 return True
         return False
+
+
+class UncapturedNames:
+    """``uncaptured-functions``: globs naming code that engines run outside capture, although a capture root
+    reaches it. A glob without ``/`` or ``.`` matches, case-insensitively, the function's name, an enclosing
+    class or function, or the stem of its file; one with a dot the qualified name (or an enclosing prefix);
+    one with ``/`` the file's path. ``!glob`` keeps a name (with ``/``: a path) that matches it from matching
+    anything (``!*decode*``: ``chunked_prefill_paged_decode`` also runs decode)."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.patterns = tuple(p for p in patterns if p and p != "!")
+        keep = [p[1:].lower() for p in self.patterns if p.startswith("!")]
+        self._keep_names = [k for k in keep if "/" not in k]
+        self._keep_paths = [k for k in keep if "/" in k]
+        given = [p for p in self.patterns if not p.startswith("!")]
+        self._paths = [p for p in given if "/" in p]
+        self._dotted = [p for p in given if "/" not in p and "." in p]
+        self._plain = [p for p in given if "/" not in p and "." not in p]
+
+    def match(self, qual: str, path: str | None) -> tuple[str, str] | None:
+        """(the name, prefix or file that matched, the glob), or None. The function's own name is tried first."""
+        if not self.patterns:
+            return None
+        parts = [p for p in qual.split(".") if p != "<locals>"]
+        stem = os.path.basename(path).rpartition(".")[0] if path else ""
+        for i, name in enumerate([*reversed(parts), stem]):
+            low = name.lower()
+            if not low or any(fnmatch.fnmatchcase(low, k) for k in self._keep_names):
+                continue
+            for glob in self._plain:
+                if fnmatch.fnmatchcase(low, glob.lower()):
+                    return (os.path.basename(path or "") if i == len(parts) else name), glob
+        for k in range(2, len(parts) + 1):
+            prefix = ".".join(parts[:k])
+            for glob in self._dotted:
+                if fnmatch.fnmatchcase(prefix.lower(), glob.lower()):
+                    return prefix, glob
+        if path and self._paths:
+            posix = path.replace(os.sep, "/").lower()
+            if not any(fnmatch.fnmatchcase(posix, k) for k in self._keep_paths):
+                for glob in self._paths:
+                    if fnmatch.fnmatchcase(posix, glob.lower()):
+                        return os.path.basename(path), glob
+        return None
+
+
+def _uncaptured_why(name: str, glob: str) -> str:
+    """The reason a finding under an ``uncaptured-functions`` match is a warning, by the glob's default group."""
+    group = next((g for g, globs in UNCAPTURED_GROUPS.items() if glob in globs), None)
+    if group == "teardown":
+        text = f"`{name}` is teardown, which engines do not capture"
+    elif group == "prefill":
+        text = f"`{name}` looks like a prefill path; engines capture decode"
+    elif group == "disaggregation":
+        text = f"`{name}` is KV transfer for prefill/decode disaggregation, outside the model forward"
+    elif group == "reference":
+        text = f"`{name}` looks like a reference implementation, not the kernel path engines capture"
+    else:
+        text = f"`{name}` is configured as code engines do not capture"
+    return f"{text}; uncaptured-functions `{glob}`"
 
 
 # modules of reference implementations (`cute_ref_ops.py`, `mega_reference.py`): harness code by their name
@@ -287,13 +348,16 @@ class ProjectIndex:
     def __init__(self, files: Sequence[str], *, registrars: Sequence[str] = (), entry_points: Sequence[str] = (),
                  extra_roots: Sequence[ExtraRoot] = (), jobs: int = 1, cache_dir: Path | None = None,
                  max_file_size: int = 10**7, trust_stat: bool = True, eager: Sequence[str] = DEFAULT_EAGER,
-                 harness: Sequence[str] = DEFAULT_HARNESS, source: str | None = None) -> None:
+                 harness: Sequence[str] = DEFAULT_HARNESS, uncaptured: Sequence[str] = DEFAULT_UNCAPTURED,
+                 source: str | None = None) -> None:
         """``source``: the text of the one file in ``files``, not read from disk and not cached (the
         no-project mode of ``lint_python``: the file is its own project, with the same roots and scope)."""
         self.registrars = tuple(registrars)
         self.eager = ScopeNames(eager)
         self.harness = ScopeNames(harness)
+        self.uncaptured = UncapturedNames(uncaptured)
         self._off_memo: dict[str, str | None] = {}
+        self._uncaptured_memo: dict[str, str | None] = {}
         self.entry_points = tuple(e for e in entry_points if e)
         self.extra_roots = tuple(extra_roots)
         self.jobs = jobs
@@ -653,25 +717,68 @@ class ProjectIndex:
     # -- reachability ------------------------------------------------------
 
     def _walk(self) -> None:
+        """Breadth-first from the roots, in two passes: first through code that can run under capture, then
+        on through what ``uncaptured-functions`` names, so a function reached both ways keeps the captured
+        chain and one reached only through uncaptured code keeps the reason (``self.why_uncaptured``)."""
         self.parent: dict[str, tuple[str | None, str]] = {}  # dotted -> (parent, edge: "root"|"call"|"nested")
+        self.why_uncaptured: dict[str, str] = {}
         queue: deque[str] = deque()
+        later: deque[str] = deque()
         for dotted in self.roots:
             self.parent[dotted] = (None, "root")
-            queue.append(dotted)
-        while queue:
-            dotted = queue.popleft()
-            for child in self.children.get(dotted, ()):
-                if child not in self.parent and child not in self.kernels and self.off_scope(child) is None:
-                    self.parent[child] = (dotted, "nested")
-                    queue.append(child)
-            rec = self.funcs[dotted][2]
-            for callee in rec.get("calls", ()):
-                target = self._call_target(callee)
-                if target is None:
-                    continue
-                if target not in self.parent and target not in self.kernels and self.off_scope(target) is None:
-                    self.parent[target] = (dotted, "call")
+            why = None if dotted in self.forced else self.uncaptured_reason(dotted)
+            if why is not None:
+                self.why_uncaptured[dotted] = why
+                later.append(dotted)
+            else:
+                queue.append(dotted)
+        for second in (False, True):
+            if second:
+                queue = later
+            while queue:
+                dotted = queue.popleft()
+                inherited = self.why_uncaptured.get(dotted)
+                for target, edge in self._edges(dotted):
+                    if target in self.parent or target in self.kernels or self.off_scope(target) is not None:
+                        continue
+                    why = self.uncaptured_reason(target) or inherited
+                    if why is not None and not second:
+                        later.append(dotted)  # walked again in the second pass, from the captured caller
+                        continue
+                    self.parent[target] = (dotted, edge)
+                    if why is not None:
+                        self.why_uncaptured[target] = why
                     queue.append(target)
+
+    def _edges(self, dotted: str) -> Iterable[tuple[str, str]]:
+        """(function, "nested"|"call"): the functions defined in ``dotted`` and those it calls."""
+        for child in self.children.get(dotted, ()):
+            yield child, "nested"
+        for callee in self.funcs[dotted][2].get("calls", ()):
+            target = self._call_target(callee)
+            if target is not None:
+                yield target, "call"
+
+    def uncaptured_reason(self, dotted: str) -> str | None:
+        """Why ``dotted`` is code engines run outside capture (``uncaptured-functions``), or None."""
+        if dotted in self._uncaptured_memo:
+            return self._uncaptured_memo[dotted]
+        module, qual, _rec = self.funcs[dotted]
+        hit = self.uncaptured.match(qual, self.by_module.get(module))
+        why = None
+        if hit is not None and not (hit[0] in ("__enter__", "__exit__") and self._capture_context(dotted)):
+            why = _uncaptured_why(*hit)
+        self._uncaptured_memo[dotted] = why
+        return why
+
+    def _capture_context(self, dotted: str) -> bool:
+        """Whether the class of ``dotted`` (an ``__enter__``/``__exit__``) begins or ends a graph capture."""
+        cls = dotted.rpartition(".")[0]
+        for method in ("__enter__", "__exit__"):
+            rec = self.funcs.get(f"{cls}.{method}", (None, None, {}))[2]
+            if rec.get("opens_capture") or any(c.rpartition(".")[2] in _CAPTURE_CALLS for c in rec.get("calls", ())):
+                return True
+        return False
 
     def _contexts_imports(self) -> None:
         """Resolve the imports of files that hold reachable code or kernels (may ask for more modules)."""
@@ -701,6 +808,7 @@ class ProjectIndex:
         chain = self.chain(dotted)
         root = chain[0]
         root_reason, guess = self.roots.get(root, ("is a capture root", False))
+        uncaptured = self.why_uncaptured.get(dotted)
 
         def show(d: str) -> str:
             mod, qual, _ = self.funcs[d]
@@ -716,6 +824,9 @@ class ProjectIndex:
             else:
                 via = " -> ".join(show(d) for d in chain)
                 reason = f"is reachable via {via} (`{show(root)}` {root_reason})"
+        if uncaptured is not None:  # reached only through code engines run outside capture: a guess
+            reason += f" ({uncaptured})"
+            guess = True
         return Reach(reason, root, chain, guess)
 
     def context(self, path: str) -> FileContext | None:

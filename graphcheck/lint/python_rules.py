@@ -27,7 +27,13 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from graphcheck import rules
-from graphcheck.config import DEFAULT_DATA_DEPENDENT, DEFAULT_DEBUG_FLAGS, DEFAULT_EAGER, DEFAULT_HARNESS
+from graphcheck.config import (
+    DEFAULT_DATA_DEPENDENT,
+    DEFAULT_DEBUG_FLAGS,
+    DEFAULT_EAGER,
+    DEFAULT_HARNESS,
+    DEFAULT_UNCAPTURED,
+)
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint import capture_sites
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
@@ -79,7 +85,8 @@ _TIME_FUNCS = {"time.time", "time.perf_counter", "time.monotonic", "time.process
 def lint_python(source: str, path: str, *, all_functions: bool = False,
                 entry_points: Sequence[str] = (), context: dict[str, Any] | None = None,
                 registrars: Sequence[str] = (), eager: Sequence[str] = DEFAULT_EAGER,
-                harness: Sequence[str] = DEFAULT_HARNESS) -> list[Finding]:
+                harness: Sequence[str] = DEFAULT_HARNESS,
+                uncaptured: Sequence[str] = DEFAULT_UNCAPTURED) -> list[Finding]:
     """Static findings for one Python source text. Never raises.
 
     ``context`` (from ``ProjectIndex.context(...).to_dict()``) replaces the
@@ -87,12 +94,12 @@ def lint_python(source: str, path: str, *, all_functions: bool = False,
     call chain from their root), imported names that resolve to ``triton`` through
     a re-export, and imported kernels. Without it the file is its own project: a
     one-file project index gives it the same roots, reachability and scope
-    (``registrars``, ``eager`` and ``harness`` as in ``[tool.graphcheck]``) that
+    (``registrars``, ``eager``, ``harness`` and ``uncaptured`` as in ``[tool.graphcheck]``) that
     ``graphcheck lint`` gives the file alone.
     """
     try:
         if context is None and (all_functions or _may_hold_root(source, entry_points)):
-            context = _own_project(source, path, entry_points, registrars, eager, harness)
+            context = _own_project(source, path, entry_points, registrars, eager, harness, uncaptured)
         if not all_functions and (context is None or not (
                 context.get("reach") or context.get("broken") or context.get("captures"))):
             return []
@@ -126,12 +133,13 @@ def _may_hold_root(source: str, entry_points: Sequence[str]) -> bool:
 
 
 def _own_project(source: str, path: str, entry_points: Sequence[str], registrars: Sequence[str],
-                 eager: Sequence[str], harness: Sequence[str]) -> dict[str, Any] | None:
+                 eager: Sequence[str], harness: Sequence[str],
+                 uncaptured: Sequence[str] = DEFAULT_UNCAPTURED) -> dict[str, Any] | None:
     """The context a one-file project index gives the file (None when the source cannot be summarized)."""
     from graphcheck.lint.project import ProjectIndex
 
     index = ProjectIndex([path], registrars=registrars, entry_points=_local_entries(entry_points, path),
-                         eager=eager, harness=harness, source=source)
+                         eager=eager, harness=harness, uncaptured=uncaptured, source=source)
     found = index.context(next(iter(index.names)))
     return found.to_dict() if found is not None else None
 
