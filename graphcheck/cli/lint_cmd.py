@@ -26,6 +26,15 @@ exit codes:
   2  usage or configuration error (a path that does not exist, an unknown rule
      code, a bad config file)
 
+scope ([tool.graphcheck] keys; docs/guide/lint.md):
+  entry-points, custom-op-registrars  more capture roots
+  eager-functions, harness-functions  code never captured: not checked (--all-functions checks it)
+  uncaptured-functions                code engines run outside capture although a root reaches it
+                                      (teardown, prefill and chunked paths, disaggregation KV
+                                      transfer, *_torch references): its errors are warnings that say why
+  capture-guards, debug-flags         branches that do not run under capture
+  default-exclude, vendor-exclude     paths not linted below a directory
+
 examples:
   graphcheck lint src/ csrc/
   graphcheck lint --format sarif --output graphcheck.sarif .

@@ -253,3 +253,13 @@ def test_uncaptured_names_globs():
     assert UncapturedNames([]).match("destroy", None) is None
     every = [glob for group in UNCAPTURED_GROUPS.values() for glob in group]
     assert tuple(every) == DEFAULT_UNCAPTURED
+
+
+def test_lint_help_and_guide_name_the_key():
+    from graphcheck.cli.lint_cmd import EPILOG
+
+    assert "uncaptured-functions" in EPILOG
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "lint.md").read_text()
+    for group in UNCAPTURED_GROUPS.values():
+        for glob in group:
+            assert f"`{glob}`" in guide, glob
