@@ -50,12 +50,17 @@ from graphcheck.lint.scope import (
 
 ROOT_TOKENS = ("triton", "torch.library", "custom_op", "register_kernel", "capturable", ".impl(",
                "cuda.graph", "CUDAGraph", "make_graphed_callables", "capture_begin", "cutlass", "cuda.tile",
-               "graphcheck: expect", "autograd.Function", "import Function", "module().")
+               "graphcheck: expect", "autograd.Function", "import Function", "module().", "nn.Module",
+               "import Module")
 _DEF_LINE = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]", re.MULTILINE)
 _CACHE_FILE = "index-v1.json"
 _FORMAT = 1
 _MAX_ROUNDS = 64
 _AUTOGRAD_FUNCTION = {"torch.autograd.Function", "torch.autograd.function.Function"}
+# nn.Module itself and the model base classes of libraries outside the tree that derive from it
+_NN_MODULE = {"torch.nn.Module", "torch.nn.modules.module.Module", "transformers.PreTrainedModel",
+              "transformers.modeling_utils.PreTrainedModel", "diffusers.ModelMixin",
+              "diffusers.models.modeling_utils.ModelMixin"}
 # imported names worth following through re-exports when they are not called (kernel DSL modules)
 _DSL_NAMES = {"triton", "tl", "language", "libdevice", "tldevice", "cute", "cutlass", "ct", "tile", "torch"}
 _MAX_DEPTH = 24
@@ -437,7 +442,9 @@ class ProjectIndex:
         self.funcs: dict[str, tuple[str, str, dict[str, Any]]] = {}
         self.classes: dict[str, list[str]] = {}
         self.children: dict[str, list[str]] = {}
+        self.attrs: dict[str, dict[str, str]] = {}  # class -> {attribute: dotted class built in __init__}
         self._memo: dict[str, Any] = {}
+        self._module_memo: dict[str, bool] = {}
         for module, summ in self.summaries.items():
             for qual, rec in summ.get("funcs", {}).items():
                 dotted = f"{module}.{qual}"
@@ -447,6 +454,8 @@ class ProjectIndex:
                     self.children.setdefault(parent, []).append(dotted)
             for qual, bases in summ.get("classes", {}).items():
                 self.classes[f"{module}.{qual}"] = bases
+            for qual, attrs in summ.get("attrs", {}).items():
+                self.attrs[f"{module}.{qual}"] = attrs
         self.kernels: dict[str, str] = {}
         self.autotuned: set[str] = set()
         for dotted, (_, _, rec) in self.funcs.items():
@@ -516,11 +525,20 @@ class ProjectIndex:
         return None
 
     def _member(self, cls: str, tail: list[str], depth: int) -> tuple[str, str] | None:
-        if depth > _MAX_DEPTH or len(tail) != 1:
+        """A method of ``cls`` (or of a base class); ``("instance", C)`` for an attribute that ``__init__``
+        sets to a ``C(...)`` of the tree, and a method of ``C`` for ``attr.method``."""
+        if depth > _MAX_DEPTH or not tail:
             return None
         own = f"{cls}.{tail[0]}"
-        if own in self.funcs:
+        if len(tail) == 1 and own in self.funcs:
             return ("func", own)
+        held = self._attribute_class(cls, tail[0], depth)
+        if held is not None:
+            if len(tail) == 1:
+                return ("instance", held)
+            return self._member(held, tail[1:], depth + 1) if len(tail) == 2 else None
+        if len(tail) != 1:
+            return None
         for base in self.classes.get(cls, ()):
             found = self.resolve(base, depth + 1)
             if found is not None and found[0] == "class":
@@ -528,6 +546,42 @@ class ProjectIndex:
                 if member is not None:
                     return member
         return None
+
+    def _attribute_class(self, cls: str, attr: str, depth: int) -> str | None:
+        """The class of the tree that ``cls.__init__`` (or a base class's) assigns to ``self.attr``, or None."""
+        if depth > _MAX_DEPTH:
+            return None
+        ctor = self.attrs.get(cls, {}).get(attr)
+        if ctor is not None:
+            found = self.resolve(ctor, depth + 1)
+            return found[1] if found is not None and found[0] == "class" else None
+        for base in self.classes.get(cls, ()):
+            found = self.resolve(base, depth + 1)
+            if found is not None and found[0] == "class":
+                held = self._attribute_class(found[1], attr, depth + 1)
+                if held is not None:
+                    return held
+        return None
+
+    def is_module_class(self, cls: str, depth: int = 0) -> bool:
+        """Does the class of the tree derive from ``torch.nn.Module``?"""
+        hit = self._module_memo.get(cls)
+        if hit is not None:
+            return hit
+        self._module_memo[cls] = False  # a cycle is not a module
+        out = False
+        for base in self.classes.get(cls, ()):
+            found = self.resolve(base, depth + 1)
+            if found is None:
+                continue
+            if found[0] == "ext" and found[1] in _NN_MODULE:
+                out = True
+            elif found[0] == "class" and depth < _MAX_DEPTH and self.is_module_class(found[1], depth + 1):
+                out = True
+            if out:
+                break
+        self._module_memo[cls] = out
+        return out
 
     def canonical(self, dotted: str) -> str:
         found = self.resolve(dotted)
@@ -578,7 +632,7 @@ class ProjectIndex:
                     if kind == "triton":
                         add(dotted, f"launches Triton kernel `{text}`")
                     continue
-                if found is not None and found[0] in ("class", "module"):
+                if found is not None and found[0] in ("class", "module", "instance"):
                     continue
                 if local_launch:
                     add(dotted, f"launches Triton kernel `{text}`", guess=found is None and base is not None)
@@ -596,14 +650,9 @@ class ProjectIndex:
                     add(dotted, f"calls extension op `{found[1].rpartition('.')[2]}().{op}`")
             for site, _start, _end, targets in rec.get("capture", ()):
                 for target in targets:
-                    found = self.resolve(target)
-                    if found is not None and found[0] == "func":
-                        add(found[1], f"is called inside `{site.split(' on line')[0]}` in `{qual}`", forced=True)
-                    elif found is not None and found[0] == "class":
-                        init = self._member(found[1], ["__init__"], 0)
-                        if init is not None:
-                            add(init[1], f"is called inside `{site.split(' on line')[0]}` in `{qual}`",
-                                forced=True)
+                    called = self._call_target(target)  # a function, a class's __init__, a module's forward
+                    if called is not None:
+                        add(called, f"is called inside `{site.split(' on line')[0]}` in `{qual}`", forced=True)
         regs = [r for summ in self.summaries.values() for r in summ.get("regs", ())]
         regs += [r for (_, _, rec) in self.funcs.values() for r in rec.get("regs", ())]
         if regs:
@@ -621,6 +670,11 @@ class ProjectIndex:
                         add(f"{cls}.{method}", f"is the {method} of torch.autograd.Function "
                                                f"`{cls.rpartition('.')[2]}` (captured by make_graphed_callables "
                                                "and compiled graphs)")
+        for cls in self.classes:  # engines capture model forwards whole: a guess, a fact when a root calls it
+            forward = f"{cls}.forward"
+            if forward in self.funcs and self.is_module_class(cls):
+                add(forward, f"is the forward of nn.Module `{cls.rpartition('.')[2]}`, which engines run under "
+                              "CUDA-graph capture", guess=True)
         for entry in self.entry_points:
             for dotted in self._entry_matches(entry):
                 add(dotted, "is a configured entry point", forced=True)
@@ -677,6 +731,11 @@ class ProjectIndex:
         if found[0] == "class":
             init = self._member(found[1], ["__init__"], 0)
             return init[1] if init is not None else None
+        if found[0] == "instance":  # `self.layer(x)`: the class's own __call__, or an nn.Module's forward
+            call = self._member(found[1], ["__call__"], 0)
+            if call is None and self.is_module_class(found[1]):
+                call = self._member(found[1], ["forward"], 0)
+            return call[1] if call is not None and call[0] == "func" else None
         return None
 
     def off_scope(self, dotted: str) -> str | None:
@@ -724,18 +783,31 @@ class ProjectIndex:
         self.why_uncaptured: dict[str, str] = {}
         queue: deque[str] = deque()
         later: deque[str] = deque()
-        for dotted in self.roots:
-            self.parent[dotted] = (None, "root")
-            why = None if dotted in self.forced else self.uncaptured_reason(dotted)
+        # roots that are guesses (an nn.Module's forward) are walked after the facts, so a function both
+        # reach keeps the chain from the fact
+        guesses = deque(d for d, (_, guess) in self.roots.items() if guess)
+
+        def start(root: str) -> None:
+            self.parent[root] = (None, "root")
+            why = None if root in self.forced else self.uncaptured_reason(root)
             if why is not None:
-                self.why_uncaptured[dotted] = why
-                later.append(dotted)
+                self.why_uncaptured[root] = why
+                later.append(root)
             else:
-                queue.append(dotted)
+                queue.append(root)
+
+        for dotted, (_, guess) in self.roots.items():
+            if not guess:
+                start(dotted)
         for second in (False, True):
             if second:
                 queue = later
-            while queue:
+            while queue or (guesses and not second):
+                if not queue:
+                    root = guesses.popleft()
+                    if root not in self.parent:
+                        start(root)
+                    continue
                 dotted = queue.popleft()
                 inherited = self.why_uncaptured.get(dotted)
                 for target, edge in self._edges(dotted):

@@ -223,9 +223,40 @@ class _Summarizer:
             out["method"] = True
         return out
 
+    def attributes(self) -> dict[str, dict[str, str]]:
+        """class qualname -> {attribute: dotted class} for ``self.attr = Cls(...)`` in ``__init__``, where
+        every assignment of the attribute there builds the same resolvable class (``self.attr = A() if c
+        else B()``, or a name assigned twice with different classes, is left out: never guessed)."""
+        out: dict[str, dict[str, str]] = {}
+        for info in self.index.functions:
+            if info.name != "__init__" or not info.is_method:
+                continue
+            cls = info.qualname.rpartition(".")[0]
+            seen: dict[str, str | None] = {}
+            for node in info.own_nodes():
+                if isinstance(node, ast.Assign):
+                    targets, value = node.targets, node.value
+                elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                    targets, value = [node.target], node.value
+                else:
+                    continue
+                for target in targets:
+                    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                            and target.value.id == "self"):
+                        continue
+                    ctor = self.dotted(value.func, info) if isinstance(value, ast.Call) else None
+                    if target.attr in seen and seen[target.attr] != ctor:
+                        ctor = None
+                    seen[target.attr] = ctor
+            known = {a: c for a, c in seen.items() if c}
+            if known:
+                out[cls] = known
+        return out
+
     def run(self) -> dict[str, Any]:
         statements = self.module_level()
         funcs = {info.qualname: self.function(info) for info in self.index.functions}
+        attrs = self.attributes()
         main_calls: set[str] = set()
         for block in _main_blocks(self.tree):  # script code under `if __name__ == "__main__":`
             start, end = block.body[0].lineno, block.body[-1].end_lineno or block.body[-1].lineno
@@ -256,6 +287,8 @@ class _Summarizer:
             out["alias"] = self.alias
         if self.classes:
             out["classes"] = self.classes
+        if attrs:
+            out["attrs"] = attrs
         if regs:
             out["regs"] = regs
         if main_calls:
