@@ -27,9 +27,7 @@ _MARK = re.compile(r"graphcheck:\s*expect\[([A-Za-z0-9, ]+)\]")
 BAR = 0.90
 
 # case -> (side, reason) for what the default scope misses today
-KNOWN_GAPS: dict[str, tuple[str, str]] = {
-    "sglang_1253_sampler_sync": ("buggy", "the sampler is captured by the engine's graph runner, not a root here"),
-}
+KNOWN_GAPS: dict[str, tuple[str, str]] = {}
 
 
 def _side(case: str, side: str) -> Path:
