@@ -217,6 +217,21 @@ def test_a_capture_site_or_entry_point_is_captured_whatever_its_name(tmp_path):
     assert got["chunk_step"][0] == "error"
 
 
+def test_code_in_a_capture_region_is_captured_whatever_the_function_is_called(tmp_path):
+    found = lint(tmp_path, {"runner.py": """\
+
+        def count_prefill(x):
+            return x.sum().item()
+
+        def capture_prefill(g, x):
+            with torch.cuda.graph(g):
+                n = x.max().item()
+                count_prefill(x)
+    """})
+    got = {(f.function, f.line): str(f.severity) for f in found if f.code == "GC101"}
+    assert got == {("count_prefill", 10): "error", ("capture_prefill", 14): "error"}
+
+
 def test_the_list_is_configurable(tmp_path):
     files = {"attn.py": PREFILL}
     off = by_function(lint(tmp_path, files, uncaptured_functions=()), "GC101")
