@@ -38,14 +38,21 @@ class PagedConfig:
     pair_blocks: bool = False  # two KV blocks (2·block_size keys) per dot
     pdl: bool = False  # programmatic dependent launch (graphcheck.kernels._pdl); ignored where unsupported
     rows_first: bool = False  # row tiles on the grid's fastest axis: a request's row programs run side by side
+    fill_first: bool = False  # the -inf fill past the last tile before the key loop instead of after it
 
 
 #: programs per SM the key axis is split into, one query row per program (H200 sweep: 32-64 best)
 PROGRAMS_PER_SM = 32
-#: the same for the per-row variant over block pairs (next_n 2-4), which does more work per key (8-16 best)
+#: the same for the per-row variants (next_n 2-4), which do more work per key (16 best, run kernels-s3-1)
 PROGRAMS_PER_SM_ROWS = 16
 #: fewest block-table entries per program: shorter chunks cost more in per-program overhead than they win
 MIN_BLOCKS_PER_PROGRAM = 5
+#: pipeline stages of the key loop. Each tile's key address comes from a block-table load; with
+#: three or four stages Triton 3.6 waits for every outstanding copy at the top of each tile
+#: (``async_wait {num = 0}``: no copy in flight during the math), with five it keeps three tile
+#: groups in flight (``num = 3``; TTGIR of the sm_90 build). H200 run kernels-s3-1: one row per
+#: program with five stages was 1.5-9% faster than with three on every next_n = 1 shape.
+KEY_STAGES = 5
 
 
 def default_config(batch: int, next_n: int, heads: int, block_size: int, max_model_len: int,
@@ -60,17 +67,23 @@ def default_config(batch: int, next_n: int, heads: int, block_size: int, max_mod
     # Many programs per SM even out requests of different lengths, but each should still
     # walk several blocks of the table.
     pdl = _pdl.use(device)
-    if next_n == 2:
-        # One query row per program, the two programs of a request's key range launched side by
-        # side (the second read of each key tile is an L2 hit): on every next_n = 2 shape of the
-        # H200 runs kernels-s2-2 as fast as or 1-4% faster than the per-row pair kernel below.
-        rows, row_tiles, per_row = 1, 2, False
     target = (PROGRAMS_PER_SM_ROWS if per_row else PROGRAMS_PER_SM) * _fp8.sm_count(device)
     splits = max(1, min(_launch.cdiv(target, batch * row_tiles), _launch.cdiv(blocks, MIN_BLOCKS_PER_PROGRAM)))
     if not per_row:
-        return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=3, pdl=pdl, rows_first=next_n == 2)
-    # Several query rows: a dot per row (no reshape for the head sum) over two KV blocks
-    # at a time was fastest on every next_n = 2 shape of the 2026-11-29 H200 sweeps (docs/benchmarks.md).
+        # One query row per program (next_n = 1, or H = 128); with next_n = 2 the two row programs
+        # of a request run side by side, so the second read of each key tile is an L2 hit.
+        return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=KEY_STAGES, pdl=pdl,
+                           rows_first=next_n == 2)
+    if next_n == 2:
+        # Both rows in one program, a dot per row over single blocks: each key tile is read once.
+        # H200 run kernels-s3-1, every next_n = 2 shape: 11-17% faster than one row per program
+        # with three stages (the previous default) and within 1% of the best variant, except
+        # B=64 ctx 8k mml 16k (8 programs per SM 1.8% faster) and B=64 ctx 32k mml 64k (the -inf fill
+        # before the key loop 1.8% faster; 10% slower on B=64 ctx 8k mml 111k, so it stays off).
+        return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=KEY_STAGES, split_rows=True,
+                           pdl=pdl)
+    # next_n 3-4 (not in the benchmark; unchanged since the 2026-11-29 sweeps): a dot per row over two
+    # KV blocks at a time.
     return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=4, split_rows=True, pair_blocks=True,
                        pdl=pdl)
 
@@ -125,6 +138,22 @@ def _store_row(out_ptr, row, stride_or, p, r, end, row_ok, max_model_len, CLEAN:
         tl.store(ptrs, r, mask=p < end)
 
 
+@triton.jit
+def _fill_tail(out_ptr, b, row0, next_n, stride_or, start, split, splits, max_model_len,
+               ROWS: tl.constexpr, FILL_N: tl.constexpr):
+    """-inf at positions [start, max_model_len) of rows row0.. of request b: this program's share
+    (every ``splits``-th FILL_N-column chunk from chunk ``split``). Past the last computed tile every
+    position is invalid for every row of the program."""
+    f = tl.arange(0, FILL_N)
+    rr = tl.arange(0, ROWS)
+    fill_rows = out_ptr + (b * next_n + row0 + rr).to(tl.int64) * stride_or
+    fill_ok = (row0 + rr) < next_n
+    neg = tl.full([ROWS, FILL_N], float("-inf"), tl.float32)
+    for f0 in tl.range(start + split * FILL_N, max_model_len, splits * FILL_N):
+        pos = f0 + f
+        tl.store(fill_rows[:, None] + pos[None, :], neg, mask=fill_ok[:, None] & (pos[None, :] < max_model_len))
+
+
 @triton.jit(do_not_specialize=["num_kv_blocks"])
 def _paged_mqa_logits_kernel(
     q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr,
@@ -140,6 +169,7 @@ def _paged_mqa_logits_kernel(
     LENS_2D: tl.constexpr, CLEAN: tl.constexpr, FP8_DOT: tl.constexpr, REDUCE_DOT: tl.constexpr,
     SPLIT_ROWS: tl.constexpr, PAIR: tl.constexpr, KEYS: tl.constexpr,
     FILL_N: tl.constexpr, NUM_STAGES: tl.constexpr, PDL: tl.constexpr, ROWS_FIRST: tl.constexpr,
+    FILL_FIRST: tl.constexpr,
 ):
     _pdl.enter(PDL)
     split = tl.program_id(1)
@@ -204,6 +234,9 @@ def _paged_mqa_logits_kernel(
 
     # A tile is one block of BS keys, or with PAIR two consecutive table entries (KEYS = 2·BS keys).
     num_tiles = tl.cdiv(num_blocks, KEYS // BS)
+    if CLEAN and FILL_FIRST:
+        # The -inf stores need nothing from the scores: issued first, they drain while the keys load.
+        _fill_tail(out_ptr, b, row0, next_n, stride_or, num_tiles * KEYS, split, splits, max_model_len, ROWS, FILL_N)
     t = tl.arange(0, KEYS)
     bt_row = bt_ptr + b.to(tl.int64) * stride_btb
     for tile in tl.range(split, num_tiles, splits, num_stages=NUM_STAGES):
@@ -257,16 +290,8 @@ def _paged_mqa_logits_kernel(
             else:
                 tl.store(ptrs, r, mask=valid)
 
-    if CLEAN:
-        # Everything past the last computed tile is invalid for every row here.
-        f = tl.arange(0, FILL_N)
-        rr = tl.arange(0, ROWS)
-        fill_rows = out_ptr + (b * next_n + row0 + rr).to(tl.int64) * stride_or
-        fill_ok = (row0 + rr) < next_n
-        neg = tl.full([ROWS, FILL_N], float("-inf"), tl.float32)
-        for f0 in tl.range(num_tiles * KEYS + split * FILL_N, max_model_len, splits * FILL_N):
-            pos = f0 + f
-            tl.store(fill_rows[:, None] + pos[None, :], neg, mask=fill_ok[:, None] & (pos[None, :] < max_model_len))
+    if CLEAN and not FILL_FIRST:
+        _fill_tail(out_ptr, b, row0, next_n, stride_or, num_tiles * KEYS, split, splits, max_model_len, ROWS, FILL_N)
 
 
 def _is_int(value: Any) -> bool:
@@ -437,7 +462,7 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
         LENS_2D=lens_2d, CLEAN=clean_logits, FP8_DOT=use_fp8, REDUCE_DOT=cfg.reduce_dot,
         SPLIT_ROWS=cfg.split_rows, PAIR=cfg.pair_blocks, KEYS=block_size * (2 if cfg.pair_blocks else 1),
         FILL_N=cfg.fill_n, NUM_STAGES=cfg.num_stages, PDL=pdl, ROWS_FIRST=rows_first,
-        num_warps=cfg.num_warps, **extra,
+        FILL_FIRST=cfg.fill_first, num_warps=cfg.num_warps, **extra,
     )
     return out
 

@@ -70,11 +70,15 @@ def test_rows_first_matches_the_float64_oracle(case, clean):
     assert torch.equal(view[written].view(torch.int32), other[written].view(torch.int32))
 
 
-def test_default_config_puts_rows_first_for_next_n_2_only():
+def test_default_config_puts_rows_first_for_one_row_programs_of_next_n_2_only():
     cpu = torch.device("cpu")
-    for batch, next_n, heads in [(64, 1, 64), (64, 2, 64), (128, 2, 64), (2, 4, 64), (8, 3, 128), (4, 2, 32)]:
+    for batch, next_n, heads in [(64, 1, 64), (64, 2, 64), (128, 2, 64), (2, 4, 64), (8, 3, 128), (4, 2, 32),
+                                 (8, 2, 128)]:
         cfg = paged_mqa_logits.default_config(batch, next_n, heads, 64, 16384, cpu, max_blocks=167)
-        assert cfg.rows_first is (next_n == 2)
-        if next_n == 2:  # one row per program, the next_n = 1 kernel
-            assert (cfg.rows, cfg.split_rows, cfg.pair_blocks, cfg.num_stages) == (1, False, False, 3)
+        # next_n = 2 runs both rows in one program where H <= 64 (run kernels-s3-1); at H = 128 a
+        # program holds one row and the two row programs of a request run side by side
+        assert cfg.rows_first is (next_n == 2 and cfg.rows == 1)
+        if next_n == 2:
+            want = (1, False, False, 5) if heads == 128 else (2, True, False, 5)
+            assert (cfg.rows, cfg.split_rows, cfg.pair_blocks, cfg.num_stages) == want
         assert cfg.pdl is False  # no programmatic dependent launch off the GPU

@@ -55,7 +55,7 @@ def test_merge_with_pdl_reads_what_the_previous_kernel_wrote(n):
         for k in ins:
             ins[k].copy_(src[k])
         merge_attn._merge(out, ins["p"], ins["pl"], ins["s"], ins["sl"], out_lse, lse_layout="hn",
-                          config=(rows, warps, head_major, True))
+                          config=(rows, warps, head_major, True, True))
         seen.copy_(out)
         seen_lse.copy_(out_lse)
 
@@ -86,8 +86,18 @@ def test_merge_with_pdl_reads_what_the_previous_kernel_wrote(n):
         torch.testing.assert_close(seen_lse.double(), want_lse.double(), atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("rows_first", [False, True])
-def test_paged_with_pdl_reads_what_the_previous_kernel_wrote(rows_first):
+PAGED_CONFIGS = [
+    PagedConfig(rows=1, splits=8, num_stages=3, pdl=True, rows_first=True),
+    PagedConfig(rows=2, splits=8, num_stages=4, split_rows=True, pair_blocks=True, pdl=True),
+    # the defaults since run kernels-s3-1: five key-loop stages (copies in flight before the math)
+    PagedConfig(rows=2, splits=8, num_stages=5, split_rows=True, pdl=True),
+    PagedConfig(rows=1, splits=8, num_stages=5, pdl=True, rows_first=True),
+    PagedConfig(rows=2, splits=8, num_stages=5, split_rows=True, pdl=True, fill_first=True),
+]
+
+
+@pytest.mark.parametrize("cfg", PAGED_CONFIGS, ids=str)
+def test_paged_with_pdl_reads_what_the_previous_kernel_wrote(cfg):
     _pdl_device()
     base = paged_mqa_logits.make_inputs(16, 2, 64, 128, 64, 8192, seed=0, device="cuda", avg_len=4096,
                                         max_blocks=96)
@@ -96,8 +106,6 @@ def test_paged_with_pdl_reads_what_the_previous_kernel_wrote(rows_first):
     out = torch.empty(32, 8192, device="cuda")
     seen = torch.empty_like(out)
     big = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    cfg = PagedConfig(rows=1, splits=8, num_stages=3, pdl=True, rows_first=rows_first) if rows_first else \
-        PagedConfig(rows=2, splits=8, num_stages=4, split_rows=True, pair_blocks=True, pdl=True)
 
     def step():
         _busy(big)
