@@ -92,17 +92,24 @@ def _merge_attn_states_kernel(
     HEAD_SIZE: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr,
     HEAD_MAJOR: tl.constexpr, HAS_OUT_LSE: tl.constexpr, LIMIT_MODE: tl.constexpr,
     FP8_OUT: tl.constexpr, FP8_MAX: tl.constexpr, LOAD_FIRST: tl.constexpr, PDL: tl.constexpr,
+    HEADS: tl.constexpr,
 ):
     _pdl.enter(PDL)
     # One program merges ROWS (token, head) rows. Rows are numbered head-major
     # (consecutive rows = consecutive tokens of one head, matching the [H, N]
     # LSE layout) or token-major (matching [N, H] and the [N, H, D] outputs).
+    # HEADS > 0 is num_heads as a compile-time constant (token-major division without a runtime divide).
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    row_ok = rows < num_tokens * num_heads
     if HEAD_MAJOR:
+        row_ok = rows < num_tokens * num_heads
         h = rows // num_tokens
         t = rows - h * num_tokens
+    elif HEADS > 0:
+        row_ok = rows < num_tokens * HEADS
+        t = rows // HEADS
+        h = rows - t * HEADS
     else:
+        row_ok = rows < num_tokens * num_heads
         t = rows // num_heads
         h = rows - t * num_heads
     t64 = t.to(tl.int64)
@@ -182,7 +189,7 @@ class _Plan:
 
 _PLANS: dict[tuple, _Plan] = {}
 _CONSTEXPR_ORDER = ("HEAD_SIZE", "BLOCK_D", "ROWS", "HEAD_MAJOR", "HAS_OUT_LSE", "LIMIT_MODE", "FP8_OUT", "FP8_MAX",
-                    "LOAD_FIRST", "PDL")
+                    "LOAD_FIRST", "PDL", "HEADS")
 # programs with at most this many bytes of each input load both parts before the LSE math
 _LOAD_FIRST_BYTES = 2048
 
@@ -196,7 +203,8 @@ def default_config(num_tokens: int, num_heads: int, head_size: int, dtype: torch
     Mid-size ones: about 2 KiB per program at four warps, one access per thread per
     input, so that many short programs spread the work and finish together (on an
     H200 at N = 4096, H = 32, D = 128 bf16: 26.7 µs against 28.6 µs for the big
-    programs). Small ones (at most ``_SMALL_GRID`` programs of 1 KiB, one wave):
+    programs), in token-major order (25.1 µs against 26.2 µs head-major, with
+    num_heads compiled in). Small ones (at most ``_SMALL_GRID`` programs of 1 KiB, one wave):
     one warp per program over consecutive rows in token-major order; one row per
     program when even that leaves fewer than ``_MIN_PROGRAMS`` programs. The row count takes few values per head size so
     that a sweep of shapes compiles few variants.
@@ -219,7 +227,10 @@ def default_config(num_tokens: int, num_heads: int, head_size: int, dtype: torch
     if _launch.cdiv(n_rows, rows) < _MIN_PROGRAMS:
         rows = 1
     num_warps = max(1, min(4, (rows * block_d) // (vec * 32)))
-    return rows, num_warps, layout == "hn"
+    # Token-major in both LSE layouts: with num_heads compiled in, its row index needs no runtime
+    # divide (H200 run kernels-s3-1, N = 4096 H = 32 D = 128 bf16 [H, N] LSE: 25.1 µs against 26.2 µs
+    # head-major).
+    return rows, num_warps, False
 
 
 def _check_output_like(name: str, t: Any) -> None:
@@ -334,6 +345,12 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
     rows, num_warps, head_major, *rest = config or default_config(n, h, d, prefix_output.dtype, layout)
     pdl = bool(rest[0]) if rest else _pdl.use(device)
     pdl = pdl and _pdl.supported(device)
+    # token-major launches compile num_heads in (a divide by a constant); head-major ones divide by
+    # num_tokens, which changes per batch and stays a runtime argument
+    const_heads = bool(rest[1]) if len(rest) > 1 else True
+    heads_const = h if (const_heads and not head_major) else 0
+    load_first = (bool(rest[2]) if len(rest) > 2 and rest[2] is not None
+                  else rows * _launch.next_pow2(max(1, d)) * prefix_output.dtype.itemsize <= _LOAD_FIRST_BYTES)
     def lse_strides(t):
         return (t.stride(1), t.stride(0)) if layout == "hn" else (t.stride(0), t.stride(1))
     olse = lse_strides(output_lse) if output_lse is not None else (0, 0)
@@ -343,9 +360,8 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
     constexprs = dict(HEAD_SIZE=d, BLOCK_D=_launch.next_pow2(max(1, d)), ROWS=rows,
                       HEAD_MAJOR=bool(head_major), HAS_OUT_LSE=output_lse is not None,
                       LIMIT_MODE=limit_mode, FP8_OUT=fp8, FP8_MAX=_FP8_MAX,
-                      LOAD_FIRST=(rows * _launch.next_pow2(max(1, d)) * prefix_output.dtype.itemsize
-                                  <= _LOAD_FIRST_BYTES),
-                      PDL=pdl)
+                      LOAD_FIRST=load_first,
+                      PDL=pdl, HEADS=heads_const)
     grid = (_launch.cdiv(n * h, rows),)
     return _Plan(grid, strides, constexprs, num_warps, limit_mode, n, h, n * h * d == 0)
 
@@ -356,7 +372,9 @@ def _desc(t: Any) -> Any:
 
 def _merge(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse=None,
            prefill_tokens_with_context=None, output_scale=None, lse_layout="auto", config=None) -> None:
-    """The wrapper's body; ``config`` = (rows, num_warps, head_major[, pdl]) overrides the heuristic."""
+    """The wrapper's body; ``config`` = (rows, num_warps, head_major[, pdl[, const_heads[, load_first]]])
+    overrides the heuristic (``const_heads``, default True: num_heads compiled into a token-major launch;
+    ``load_first``: both parts loaded before the LSE math, None for the size rule)."""
     limit = prefill_tokens_with_context
     # The plan key holds everything the checks and the launch depend on (shapes,
     # strides, dtypes, devices, which optional arguments are given) and no

@@ -1,0 +1,115 @@
+"""Launch knobs added after the H200 sweep of run kernels-s3-1 (CPU through the Triton interpreter;
+natively with CUDA).
+
+- ``PagedConfig(fill_first=True)``: the -inf fill past a program's last key tile is issued before
+  its key loop instead of after it. It changes only when the stores happen: the output must equal
+  the default order's bit for bit and the float64 oracle element-wise, for one- and multi-row
+  programs, pairs of blocks, garbage block-table entries and both ``clean_logits`` modes.
+- ``PagedConfig(num_stages=5)`` (the default key-loop depth now): pipelining is a compile-time
+  schedule, so the interpreter checks only that such configs compute the same function.
+- merge_attn_states with ``num_heads`` compiled in (``HEADS``, token-major launches): the same
+  bits as the runtime divide for head counts that are and are not powers of two; head-major
+  launches and ``const_heads=False`` keep the runtime value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import mqa_check  # noqa: E402
+from merge_attn_states_util import check_against_reference  # noqa: E402
+from merge_attn_states_util import make_inputs as merge_inputs  # noqa: E402
+
+import graphcheck.kernels.merge_attn as mas  # noqa: E402
+from graphcheck.kernels import fp8_paged_mqa_logits, paged_mqa_logits  # noqa: E402
+from graphcheck.kernels.paged_mqa_logits import PagedConfig  # noqa: E402
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+# (name, batch, next_n, heads, block, mml, lengths, rows, split_rows, pair, splits, stages)
+PAGED = [
+    ("n1_rows1_s5", 2, 1, 16, 16, 120, [120, 9], 1, False, False, 3, 5),
+    ("n2_rows2_split_s5", 3, 2, 16, 16, 100, [1, 47, 100], 2, True, False, 2, 5),
+    ("n3_rows2_pair", 2, 3, 16, 16, 90, [3, 70], 2, True, True, 2, 4),
+    ("n2_rows1_one_split", 2, 2, 32, 32, 130, [130, 33], 1, False, False, 1, 5),
+]
+
+
+@pytest.mark.parametrize("clean", [True, False])
+@pytest.mark.parametrize("case", PAGED, ids=[c[0] for c in PAGED])
+def test_fill_first_changes_nothing_but_the_store_order(case, clean):
+    _, batch, next_n, heads, bs, mml, lengths, rows, split_rows, pair, splits, stages = case
+    inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, 64, bs, mml, torch.tensor(lengths), seed=31,
+                                          device=DEVICE)
+    bt = inputs["block_tables"]
+    for b, length in enumerate(lengths):  # entries past each sequence: garbage, never read
+        bt[b, -(-length // bs):] = (-1) ** b * (2**30 + b)
+    exp = mqa_check.paged_expected(inputs)
+    cfg = PagedConfig(rows=rows, splits=splits, num_stages=stages, split_rows=split_rows, pair_blocks=pair,
+                      fill_n=16)
+    outs = []
+    for fill_first in (False, True):
+        out = torch.full((batch * next_n, mml), float("nan"), device=DEVICE)
+        fp8_paged_mqa_logits(**inputs, clean_logits=clean, out=out,
+                             config=dataclasses.replace(cfg, fill_first=fill_first))
+        mqa_check.check(out, exp, cleaned=clean)
+        if not clean:
+            assert torch.isnan(out[~exp.valid.to(out.device)]).all(), "clean_logits=False wrote an invalid position"
+        outs.append(out)
+    written = ~torch.isnan(outs[0])
+    assert torch.equal(written, ~torch.isnan(outs[1]))
+    assert torch.equal(outs[0][written].view(torch.int32), outs[1][written].view(torch.int32))
+
+
+def test_default_paged_configs_use_five_stages_and_both_rows_per_program_for_next_n_2():
+    cpu = torch.device("cpu")
+    one = paged_mqa_logits.default_config(64, 1, 64, 64, 16384, cpu, max_blocks=167)
+    assert (one.rows, one.split_rows, one.num_stages, one.fill_first) == (1, False, 5, False)
+    two = paged_mqa_logits.default_config(64, 2, 64, 64, 16384, cpu, max_blocks=167)
+    assert (two.rows, two.split_rows, two.pair_blocks, two.num_stages, two.rows_first) == (2, True, False, 5, False)
+    # H = 128 holds one row per program: the two row programs of a request side by side
+    wide = paged_mqa_logits.default_config(64, 2, 128, 64, 16384, cpu, max_blocks=167)
+    assert (wide.rows, wide.num_stages, wide.rows_first) == (1, 5, True)
+    # next_n 3-4 (not measured in run kernels-s3-1) keep the pair launch with four stages
+    four = paged_mqa_logits.default_config(64, 4, 64, 64, 16384, cpu, max_blocks=167)
+    assert (four.rows, four.pair_blocks, four.num_stages) == (2, True, 4)
+
+
+# ----------------------------------------------------------------------------- merge_attn_states
+
+
+@pytest.mark.parametrize("heads", [3, 5, 32])
+@pytest.mark.parametrize("cfg", [(1, 1), (4, 1), (8, 4)], ids=str)
+def test_compiled_in_head_count_gives_the_runtime_divides_bits(heads, cfg):
+    rows, warps = cfg
+    results = []
+    for const_heads in (False, True):
+        args = merge_inputs(11, heads, 64, torch.bfloat16, "hn", seed=heads, device=DEVICE)
+        mas._merge(**args, lse_layout="hn", config=(rows, warps, False, False, const_heads),
+                   prefill_tokens_with_context=6)
+        check_against_reference(mas, args, "hn", limit=6, label=f"H={heads} {cfg} const={const_heads}")
+        results.append((args["output"].clone(), args["output_lse"].clone()))
+    assert torch.equal(results[0][0].view(torch.int16), results[1][0].view(torch.int16))
+    assert torch.equal(results[0][1].view(torch.int32), results[1][1].view(torch.int32))
+
+
+def test_only_token_major_launches_compile_the_head_count_in():
+    args = merge_inputs(9, 6, 64, torch.float16, "hn", seed=2, device=DEVICE)
+
+    def heads_constexpr(config):
+        mas._PLANS.clear()
+        plan = mas._make_plan(args["output"], args["prefix_output"], args["prefix_lse"], args["suffix_output"],
+                              args["suffix_lse"], args["output_lse"], None, None, "hn", config)
+        return plan.constexprs["HEADS"]
+
+    assert heads_constexpr(None) == 6  # the default launch of a small problem is token-major
+    assert heads_constexpr((4, 1, False)) == 6
+    assert heads_constexpr((4, 1, False, False, False)) == 0  # switched off
+    assert heads_constexpr((4, 1, True)) == 0  # head-major divides by num_tokens at run time
