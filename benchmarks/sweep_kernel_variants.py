@@ -1,17 +1,20 @@
 """Sweep of kernel variants against the shipped launch, each checked for correctness first.
 
 Decode (``fp8_paged_mqa_logits``) on every shape of ``bench_mqa_logits.py``:
-the shipped configuration and candidates selected by ``PagedConfig`` (the
-prefetching per-row kernel at several warps, register caps and programs per SM;
-the shipped kernel with a register cap; programmatic dependent launch). Each
-candidate is checked against the float64 oracle of ``tests/kernels/mqa_check.py``
-on one shape per next_n and against the shipped kernel's output on every shape
-(same -inf mask, values to fp32 rounding), outputs poisoned with NaN first.
+the shipped configuration, the default before run kernels-s3-1 (one row per
+program, three key-loop stages) and candidates selected by ``PagedConfig`` (the
+-inf fill before the key loop; one row per program with five stages at 16 and 32
+programs per SM; for next_n = 2 both rows in one program, five stages, 8-32 per
+SM, fill first, pairs of blocks). Each candidate is checked against the float64
+oracle of ``tests/kernels/mqa_check.py`` on one shape per next_n and against the
+shipped kernel's output on every shape (same -inf mask, values to fp32
+rounding), outputs poisoned with NaN first.
 
 ``merge_attn_states`` at N = 256 and 4096 (bf16, H = 32, D = 128): the shipped
-launch with and without programmatic dependent launch and a few launch shapes,
-each checked against the float64 reference; plus the per-node cost of an empty
-kernel in a CUDA graph (with and without PDL), the floor under any tiny kernel.
+launch (PDL, num_heads compiled into token-major launches), the same with the
+runtime head count, head-major and larger token-major programs, each checked
+against the float64 reference; plus the per-node cost of an empty kernel in a
+CUDA graph (with and without PDL), the floor under any tiny kernel.
 
 Times are device time per call inside a CUDA graph (``common.graph_ms``, inputs
 cycled past L2). ``--smoke`` runs tiny shapes on the CPU interpreter (wall
@@ -85,17 +88,24 @@ def paged_variants(batch: int, next_n: int, blocks: int, sms: int, default) -> l
         return max(1, min(_launch.cdiv(per_sm * sms, batch * tiles), _launch.cdiv(blocks, pm.MIN_BLOCKS_PER_PROGRAM)))
 
     rep = dataclasses.replace
-    out = [("shipped", default), ("shipped+pdl", rep(default, pdl=True))]
-    if next_n > 1:
-        # one query row per program (the next_n = 1 kernel), the rows of a request side by side
-        one = pm.PagedConfig(rows=1, splits=1, num_warps=4, num_stages=3, pdl=True, rows_first=True)
-        out += [
-            ("rows1 rows-first 16/SM pdl", rep(one, splits=splits(16, 1))),
-            ("rows1 rows-first 32/SM pdl", rep(one, splits=splits(32, 1))),
-            ("rows1 rows-first 64/SM pdl", rep(one, splits=splits(64, 1))),
-            ("rows1 rows-first 32/SM", rep(one, splits=splits(32, 1), pdl=False)),
-            ("rows1 batch-first 32/SM pdl", rep(one, splits=splits(32, 1), rows_first=False)),
-        ]
+    # the default before run kernels-s3-1: one row per program, three stages, rows side by side for next_n = 2
+    before = pm.PagedConfig(rows=1, splits=splits(32, 1), num_warps=4, num_stages=3, pdl=True, rows_first=next_n == 2)
+    out = [("shipped", default), ("previous default (3 stages, one row)", before),
+           ("shipped fill-first", rep(default, fill_first=True))]
+    # one query row per program with five pipeline stages: the block-id load and the key copy it
+    # feeds are then in flight several tiles ahead (three stages wait for every copy each tile)
+    r1 = pm.PagedConfig(rows=1, splits=1, num_warps=4, num_stages=5, pdl=True, rows_first=next_n == 2)
+    out += [("r1 s5 32/SM", rep(r1, splits=splits(32, 1))),
+            ("r1 s5 16/SM", rep(r1, splits=splits(16, 1))),
+            ("r1 s5 16/SM fill-first", rep(r1, splits=splits(16, 1), fill_first=True))]
+    if next_n == 2:
+        # both rows of a request in one program (each key tile read once), five stages
+        r2 = pm.PagedConfig(rows=2, splits=1, num_warps=4, num_stages=5, split_rows=True, pdl=True)
+        out += [("r2 s5 32/SM", rep(r2, splits=splits(32, 2))),
+                ("r2 s5 16/SM", rep(r2, splits=splits(16, 2))),
+                ("r2 s5 8/SM", rep(r2, splits=splits(8, 2))),
+                ("r2 s5 16/SM fill-first", rep(r2, splits=splits(16, 2), fill_first=True)),
+                ("r2 pair s5 16/SM", rep(r2, splits=splits(16, 2), pair_blocks=True))]
     out.append(("shipped (again)", default))
     return out
 
@@ -234,16 +244,21 @@ def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
                                                          s0["suffix_lse"], compute_dtype=torch.float64,
                                                          output_dtype=torch.float64)
         rows, warps, head_major = mas.default_config(n, heads, dim, dtype, "hn")
-        shipped = (rows, warps, head_major)
-        shapes = [("shipped", shipped), ("4x1 token-major", (4, 1, False)), ("2x1 token-major", (2, 1, False)),
-                  ("8x1 token-major", (8, 1, False)), ("8x2 token-major", (8, 2, False)),
-                  ("8x4 token-major", (8, 4, False)), ("4x2 head-major", (4, 2, True))]
+        shipped = (rows, warps, head_major, True)
+        # (rows, warps, head_major, pdl[, num_heads compiled in (default: yes, token-major only)[, load both
+        # parts first]]); every candidate with PDL
+        shapes = [("shipped pdl", shipped), ("shipped pdl runtime heads", (*shipped, False)),
+                  ("4x1 head-major", (4, 1, True, True)), ("8x1 head-major", (8, 1, True, True)),
+                  ("8x2 token-major const-heads", (8, 2, False, True, True)),
+                  ("16x2 token-major const-heads", (16, 2, False, True, True)),
+                  ("16x4 token-major const-heads load-first", (16, 4, False, True, True, True)),
+                  ("32x8 token-major const-heads load-first", (32, 8, False, True, True, True)),
+                  ("64x16 token-major const-heads load-first", (64, 16, False, True, True, True))]
         if n > 16384:
             shapes = shapes[:1]
         elif n > 1024:
-            shapes = shapes[:2] + shapes[5:6]
-        cands = [(f"{name}{' pdl' if pdl else ''}", (*cfg, pdl)) for name, cfg in shapes for pdl in (False, True)]
-        cands += [("shipped (again)", (*shipped, False)), ("shipped pdl (again)", (*shipped, True))]
+            shapes = shapes[:2] + [("8x4 head-major (previous default)", (8, 4, True, True))] + shapes[6:7]
+        cands = list(shapes) + [("shipped pdl (again)", shipped)]
         per_graph = 100 if n <= 4096 else 20
         for name, cfg in cands:
             row: dict[str, Any] = {"kernel": "merge", "shape": f"N={n} bf16 H={heads} D={dim}", "variant": name,

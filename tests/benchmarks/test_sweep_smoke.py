@@ -25,6 +25,10 @@ def test_sweep_smoke_checks_and_times_every_variant(tmp_path):
         assert not row.get("error"), row
         assert str(row.get("oracle", "")).startswith("ok"), row
         assert isinstance(row.get("us"), float) and row["us"] > 0, row
-    # next_n = 2 includes the shipped launch, its PDL form and the row-per-program candidates
+    # next_n = 2 includes the shipped launch, the previous default, the fill-first form and the
+    # one- and two-row candidates with five stages
     names = {r["variant"] for r in rows if r["kernel"] == "paged" and r["shape"] == "B=2 n=2 ctx=60"}
-    assert {"shipped", "shipped+pdl", "rows1 rows-first 32/SM pdl", "shipped (again)"} <= names
+    assert {"shipped", "previous default (3 stages, one row)", "shipped fill-first", "r1 s5 32/SM", "r2 s5 16/SM",
+            "shipped (again)"} <= names
+    names = {r["variant"] for r in rows if r["kernel"] == "merge"}
+    assert {"shipped pdl", "shipped pdl runtime heads"} <= names
