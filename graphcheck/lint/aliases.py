@@ -23,6 +23,8 @@ class Aliases:
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
+        # module-level definitions and assignments: a `def any(inp)` of the module hides the builtin
+        self.shadowed: set[str] = set()
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
@@ -42,6 +44,11 @@ class Aliases:
 
     def is_imported(self, name: str) -> bool:
         return name in self.names
+
+    def is_bound(self, name: str) -> bool:
+        """Does the module bind ``name`` itself (an import, a module-level ``def``, ``class`` or
+        assignment), so that it is not Python's builtin of that name?"""
+        return name in self.names or name in self.shadowed
 
     def resolve(self, node: ast.AST) -> str | None:
         """The dotted name a ``Name``/``Attribute`` chain refers to, or None."""

@@ -121,6 +121,8 @@ class ModuleIndex:
             self.kernels.setdefault(local, KernelInfo(name, list(params), set(constexprs), bool(autotuned), 0))
         for node in self._module_assigns:
             self._module_assign(node)
+        self.aliases.shadowed = set(self.module_funcs) | self.module_names | {
+            s.name for s in tree.body if isinstance(s, ast.ClassDef)}
         for call in self._deferred_calls:
             self._registration_call(call)
         for info in self.functions:

@@ -47,11 +47,19 @@ _TENSOR_HINT_FIELDS = {"shape", "is_cuda"}
 # Attributes of a tensor that are tensors themselves.
 TENSOR_VIEW_ATTRS = {"T", "mT", "H", "mH", "data", "grad", "real", "imag"}
 # Tensor methods that return something other than a tensor.
+# (``is_*``/``has_*``/``get_*`` methods are covered by their prefix, see ``_PREDICATE_PREFIXES``.)
 NON_TENSOR_METHODS = {
+    # Python ints and tuples of them: sizes, ranks, strides, offsets, addresses
     "item", "tolist", "size", "dim", "ndimension", "numel", "nelement", "stride",
-    "data_ptr", "element_size", "is_contiguous", "storage_offset", "get_device",
-    "is_floating_point", "is_complex", "equal", "type", "untyped_storage", "dim_order",
-    "numpy", "__len__", "is_pinned", "is_set_to", "record_stream", "synchronize",
+    "data_ptr", "element_size", "storage_offset", "dense_dim", "sparse_dim", "dim_order",
+    "__len__", "__index__", "__int__", "__float__", "__bool__", "nbytes", "itemsize",
+    # Python bools
+    "is_contiguous", "is_floating_point", "is_complex", "is_pinned", "is_set_to", "is_coalesced",
+    "is_shared", "is_signed", "is_inference", "is_nonzero", "is_same_size", "has_names", "equal",
+    "allclose",
+    # other objects: the device index, storages, type names, arrays, hook handles
+    "get_device", "type", "untyped_storage", "storage", "storage_type", "numpy", "record_stream",
+    "synchronize", "register_hook", "register_post_accumulate_grad_hook", "backward",
 }
 # Methods that reduce: their result is a tensor whatever the receiver looks like.
 REDUCTIONS = {
@@ -67,11 +75,16 @@ NON_TENSOR_TORCH = {
     "initial_seed", "typename", "result_type", "promote_types", "can_cast",
     "set_default_dtype", "compile", "get_device", "equal", "allclose", "is_nonzero",
     "Generator", "Stream", "Event", "get_rng_state", "set_rng_state", "is_inference_mode_enabled",
+    "broadcast_shapes", "is_same_size", "get_default_device", "set_default_device", "get_num_threads",
+    "set_num_threads", "get_num_interop_threads", "use_deterministic_algorithms", "is_autocast_enabled",
+    "get_autocast_dtype", "get_autocast_gpu_dtype", "set_printoptions", "sym_int", "sym_float", "sym_max",
+    "sym_min", "sym_not", "is_warn_always_enabled", "are_deterministic_algorithms_enabled",
 }
 # Functions and methods named like predicates or accessors return plain values.
 _PREDICATE_PREFIXES = ("is_", "are_", "has_", "get_", "set_", "use_", "supports_", "_")
 SHAPE_ATTRS = {"shape", "ndim", "dtype", "device", "is_cuda", "itemsize", "layout", "is_contiguous"}
-SHAPE_METHODS = {"size", "stride", "dim", "numel", "element_size", "ndimension", "nelement"}
+SHAPE_METHODS = {"size", "stride", "dim", "numel", "element_size", "ndimension", "nelement", "dense_dim",
+                 "sparse_dim", "storage_offset"}
 _MASK_FUNCS = {
     "isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_and", "logical_or",
     "logical_not", "logical_xor", "eq", "ne", "gt", "ge", "lt", "le", "isin", "isclose",
@@ -90,7 +103,9 @@ DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host", "*_pinned")
 
 
 def is_builtin(aliases: Aliases, node: ast.AST, names: Iterable[str]) -> bool:
-    return isinstance(node, ast.Name) and node.id in names and not aliases.is_imported(node.id)
+    """``node`` is a reference to one of Python's builtins ``names``: not imported, not defined or
+    assigned at module level (FlagGems' ``def any(inp)`` is a device op, not the builtin)."""
+    return isinstance(node, ast.Name) and node.id in names and not aliases.is_bound(node.id)
 
 
 class FunctionFacts:

@@ -1,0 +1,120 @@
+"""Host values the value model must see (tensor methods and torch functions returning Python values,
+module definitions that hide a builtin, host values flowing into nested functions, callers passing
+host values to a parameter annotated as a tensor). Each case has a firing twin."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from graphcheck.config import Config
+from graphcheck.lint.engine import lint_paths
+from graphcheck.lint.python_rules import lint_python
+
+KERNEL = textwrap.dedent('''
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def kern(x_ptr, n, BLOCK: tl.constexpr):
+        pass
+''')
+
+
+def lint(body: str):
+    src = KERNEL + textwrap.dedent(body)
+    return sorted((f.code, f.severity.value, src.splitlines()[f.line - 1].strip())
+                  for f in lint_python(src, "m.py"))
+
+
+def make(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def found(root: Path):
+    result = lint_paths([str(root)], Config(root=root), use_cache=False, jobs=1)
+    return sorted((Path(f.path).name, f.line, f.code, f.severity.value) for f in result.findings)
+
+
+# -- tensor methods and torch functions that return Python values --------------------------------------------
+
+
+def test_sparse_rank_methods_return_python_ints():
+    quiet = lint('''
+        def op(inp, out=None):
+            if inp.dense_dim() != 0 or inp.sparse_dim() > 2:
+                raise RuntimeError("hybrid")
+            if out is not None and out.dense_dim() != 0:
+                raise RuntimeError("hybrid out")
+            kern[(1,)](inp, inp.numel(), BLOCK=64)
+    ''')
+    assert quiet == []
+    loud = lint('''
+        def op(inp, out=None):
+            if inp.sum() != 0:
+                raise RuntimeError("nonzero")
+            kern[(1,)](inp, inp.numel(), BLOCK=64)
+    ''')
+    assert [c for c, _, _ in loud] == ["GC111"]
+
+
+def test_broadcast_shapes_is_a_size_not_a_tensor():
+    quiet = lint('''
+        def op(a, b):
+            shape = torch.broadcast_shapes(a.shape, b.shape)
+            n = 1
+            for d in shape:
+                n *= d
+            if n == 0 or not shape:
+                return a
+            kern[(1,)](a, n, BLOCK=64)
+    ''')
+    assert quiet == []
+    loud = lint('''
+        def op(a, b):
+            shape = torch.maximum(a, b)
+            if shape:
+                return a
+            kern[(1,)](a, 1, BLOCK=64)
+    ''')
+    assert [c for c, _, _ in loud] == ["GC111"]
+
+
+# -- builtins hidden by the module's own definitions -------------------------------------------------------
+
+
+def test_module_def_named_like_a_builtin_is_not_the_builtin():
+    quiet = lint('''
+        def any(inp):
+            out = torch.empty([], dtype=torch.bool, device=inp.device)
+            kern[(1,)](inp, inp.numel(), BLOCK=64)
+            return out
+
+        def any_dim(inp: torch.Tensor, dim=None):
+            if dim is None:
+                return any(inp)
+            kern[(1,)](inp, dim, BLOCK=64)
+    ''')
+    assert quiet == []
+    loud = lint('''
+        def any_dim(inp: torch.Tensor, dim=None):
+            if dim is None:
+                return any(inp)
+            kern[(1,)](inp, dim, BLOCK=64)
+    ''')
+    assert [c for c, _, _ in loud] == ["GC111"]
+
+
+def test_builtins_over_python_lists_are_quiet():
+    quiet = lint('''
+        def op(x, sizes: list, flags):
+            if any([s > 0 for s in sizes]) and all(f for f in flags) and max(sizes) > 4:
+                kern[(1,)](x, sum(sizes), BLOCK=64)
+            kern[(1,)](x, len(sizes), BLOCK=64)
+    ''')
+    assert quiet == []
