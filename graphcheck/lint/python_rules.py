@@ -36,8 +36,9 @@ from graphcheck.config import (
 )
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint import capture_sites
+from graphcheck.lint.closures import ModuleFacts
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
-from graphcheck.lint.values import DEFAULT_HOST_NAMES, FunctionFacts, is_builtin, is_cpu_device
+from graphcheck.lint.values import DEFAULT_HOST_NAMES, is_builtin, is_cpu_device
 
 _TEXT_LIMIT = 60
 # a reach reason that names a capture site (the kernel's first call may be inside the capture)
@@ -224,6 +225,8 @@ class _Linter:
         self.entry_points = entry_points
         self.findings: list[Finding] = []
         self._seen: set[tuple[str, int, int]] = set()
+        self.facts = ModuleFacts(self.index, host_names=ctx.get("host_names", DEFAULT_HOST_NAMES),
+                                 guards=ctx.get("guards", ()), debug_flags=ctx.get("debug_flags", DEFAULT_DEBUG_FLAGS))
 
     def run(self) -> list[Finding]:
         if self.context is not None:
@@ -318,9 +321,7 @@ class _FunctionChecker:
         self.info = info
         self.reason = reason
         ctx = linter.context or {}
-        self.facts = FunctionFacts(info, linter.index, host_names=ctx.get("host_names", DEFAULT_HOST_NAMES),
-                                   guards=ctx.get("guards", ()),
-                                   debug_flags=ctx.get("debug_flags", DEFAULT_DEBUG_FLAGS))
+        self.facts = linter.facts.of(info)
         chain: list[str] = reason[2] if isinstance(reason, list) and len(reason) > 2 else []
         stem = re.split(r"[\\/]", linter.path)[-1].removesuffix(".py")
         self.data_dependent = _data_dependent_op(f"{stem}.{info.qualname}", chain,

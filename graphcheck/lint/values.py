@@ -112,7 +112,10 @@ class FunctionFacts:
     """Kinds of the local names of one function, and expression predicates."""
 
     def __init__(self, info: FuncInfo, index: ModuleIndex, host_names: Sequence[str] = DEFAULT_HOST_NAMES,
-                 guards: Sequence[str] = (), debug_flags: Sequence[str] = DEFAULT_DEBUG_FLAGS) -> None:
+                 guards: Sequence[str] = (), debug_flags: Sequence[str] = DEFAULT_DEBUG_FLAGS,
+                 inherited: dict[str, set[str]] | None = None) -> None:
+        """``inherited``: kinds a nested function's names get from its enclosing functions
+        (``graphcheck.lint.closures``)."""
         self.info = info
         self.index = index
         self.aliases = index.aliases
@@ -124,6 +127,9 @@ class FunctionFacts:
         self._debug = _compile_globs(debug_flags)
         self._typed_tensors: set[str] = set()  # tensors by annotation or by the value assigned, not by use
         self._params(info.node)
+        for name, kinds in (inherited or {}).items():
+            for kind in kinds:
+                self._add(name, kind)
         nodes = info.own_nodes()
         # `is_t = isinstance(x, torch.Tensor)` then `if is_t:` narrows x like the call itself
         self._isinstance_alias: dict[str, ast.Call] = {}

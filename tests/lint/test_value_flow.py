@@ -118,3 +118,55 @@ def test_builtins_over_python_lists_are_quiet():
             kern[(1,)](x, len(sizes), BLOCK=64)
     ''')
     assert quiet == []
+
+
+# -- host values flowing into nested functions ---------------------------------------------------------------
+
+
+def test_host_value_reaches_a_grid_callback_through_its_argument_and_free_names():
+    quiet = lint('''
+        def launch(x, starts, meta=None):
+            args = None
+            if meta is None:
+                lens = starts.diff().to("cpu")
+                args = lens
+
+            def count(META, lens):
+                n = -(-lens // META["BLOCK"])
+                return n.sum().item()
+
+            def grid(META):
+                return (count(META, args), lens.max().item())
+
+            kern[grid](x, 1, BLOCK=64)
+    ''')
+    assert [(c, s) for c, s, _ in quiet] == [("GC104", "error")]  # the copy to the host, once
+    loud = lint('''
+        def launch(x, starts, meta=None):
+            lens = starts.diff()
+
+            def count(META, lens):
+                n = -(-lens // META["BLOCK"])
+                return n.sum().item()
+
+            def grid(META):
+                return (count(META, lens),)
+
+            kern[grid](x, 1, BLOCK=64)
+    ''')
+    assert [c for c, _, _ in loud] == ["GC101"]
+
+
+def test_a_nested_function_called_with_a_device_value_somewhere_keeps_its_parameter():
+    loud = lint('''
+        def launch(x, starts):
+            lens_cpu = starts.cpu()
+
+            def count(lens):
+                return lens.sum().item()
+
+            a = count(lens_cpu)
+            b = count(starts.diff())
+            kern[(a + b,)](x, 1, BLOCK=64)
+    ''')
+    assert ("GC101", "error", "return lens.sum().item()") in loud

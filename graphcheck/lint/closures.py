@@ -1,0 +1,141 @@
+"""Host values that flow into nested functions.
+
+A Triton grid callback or a helper defined inside a launcher sees the launcher's
+names: ``seqlens = lens.to("cpu")`` in the launcher makes ``seqlens`` a host
+value inside ``def grid(META): ... seqlens.sum().item()`` too. ``ModuleFacts``
+builds each function's ``FunctionFacts`` once per module and hands a nested
+function what its enclosing functions know:
+
+- a *free* name (read in the nested function, bound in an enclosing one) keeps
+  the host kinds it has there (``hostval``, ``hosttensor``, ``pinned``,
+  ``hostseq``, ``shape``);
+- a *parameter* of a nested function is a host value when every call of the
+  function inside its enclosing function (and that function's other nested
+  functions) passes a host value for it: ``num_program(META, args)`` where
+  ``args`` is a CPU tensor.
+
+Only host-ness flows: a value synchronized in the enclosing function is reported
+there, once, not again in every closure that reads it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+
+from graphcheck.config import DEFAULT_DEBUG_FLAGS
+from graphcheck.lint.scope import FuncInfo, ModuleIndex
+from graphcheck.lint.values import DEFAULT_HOST_NAMES, FunctionFacts
+
+HOST_KINDS = frozenset({"hostval", "hosttensor", "pinned", "hostseq", "shape"})
+
+
+class ModuleFacts:
+    """``FunctionFacts`` of the functions of one module, built on demand and memoized."""
+
+    def __init__(self, index: ModuleIndex, host_names: Sequence[str] = DEFAULT_HOST_NAMES,
+                 guards: Sequence[str] = (), debug_flags: Sequence[str] = DEFAULT_DEBUG_FLAGS) -> None:
+        self.index = index
+        self.host_names, self.guards, self.debug_flags = host_names, guards, debug_flags
+        self._memo: dict[int, FunctionFacts] = {}
+        self._busy: set[int] = set()
+        self._stored: dict[int, set[str]] = {}
+
+    def of(self, info: FuncInfo) -> FunctionFacts:
+        key = id(info)
+        facts = self._memo.get(key)
+        if facts is None:
+            self._busy.add(key)
+            try:
+                inherited = self._inherited(info) if info.parent is not None else {}
+            finally:
+                self._busy.discard(key)
+            facts = self._memo[key] = FunctionFacts(info, self.index, self.host_names, self.guards, self.debug_flags,
+                                                         inherited=inherited)
+        return facts
+
+    def _ready(self, info: FuncInfo) -> FunctionFacts | None:
+        """The facts of ``info``, or None while they are being built (a call cycle)."""
+        return None if id(info) in self._busy else self.of(info)
+
+    # -- what a nested function inherits -------------------------------------------
+
+    def _inherited(self, info: FuncInfo) -> dict[str, set[str]]:
+        params = _param_names(info.node)
+        bound = params | self._stored_names(info)
+        out: dict[str, set[str]] = {}
+        free = {n.id for n in info.own_nodes() if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+        for name in sorted(free):
+            kinds = self._outer_kinds(info.parent, name)
+            if kinds:
+                out[name] = kinds
+        for name in self._host_params(info, params):
+            out.setdefault(name, set()).add("hostval")
+        return out
+
+    def _outer_kinds(self, scope: FuncInfo | None, name: str) -> set[str]:
+        while scope is not None:
+            if name in _param_names(scope.node) or name in self._stored_names(scope):
+                facts = self._ready(scope)
+                return set(facts.kinds.get(name, ())) & HOST_KINDS if facts is not None else set()
+            scope = scope.parent
+        return set()
+
+    def _host_params(self, info: FuncInfo, params: set[str]) -> list[str]:
+        """Parameters given a host value at every call of ``info`` inside its enclosing function."""
+        parent = info.parent
+        if parent is None or info.node.args.vararg is not None:
+            return []
+        positional = [a.arg for a in [*info.node.args.posonlyargs, *info.node.args.args]]
+        verdict: dict[str, bool] = {}
+        for caller in [parent, *_descendants(parent)]:
+            if caller is info:
+                continue
+            calls = [n for n in caller.own_nodes() if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                     and n.func.id == info.name]
+            if not calls:
+                continue
+            facts = self._ready(caller)
+            if facts is None:
+                return []
+            for call in calls:
+                if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                    return []
+                given: dict[str, ast.expr] = dict(zip(positional, call.args))
+                given.update((k.arg, k.value) for k in call.keywords if k.arg)
+                for name in params:
+                    arg = given.get(name)
+                    verdict[name] = verdict.get(name, True) and arg is not None and facts.is_host_value(arg)
+        return [name for name, host in verdict.items() if host]
+
+    def _stored_names(self, info: FuncInfo) -> set[str]:
+        names = self._stored.get(id(info))
+        if names is None:
+            names = self._stored[id(info)] = _names_stored(info)
+        return names
+
+
+def _param_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    a = fn.args
+    return {arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if arg is not None}
+
+
+def _names_stored(info: FuncInfo) -> set[str]:
+    out = set()
+    for node in info.own_nodes():
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return out
+
+
+def _descendants(info: FuncInfo) -> list[FuncInfo]:
+    out, stack = [], list(info.children)
+    while stack:
+        child = stack.pop()
+        out.append(child)
+        stack.extend(child.children)
+    return out
