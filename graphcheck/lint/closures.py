@@ -16,14 +16,20 @@ function what its enclosing functions know:
 
 Only host-ness flows: a value synchronized in the enclosing function is reported
 there, once, not again in every closure that reads it.
+
+Across the project, a parameter annotated ``torch.Tensor`` to which every
+in-tree caller passes a Python number is a host value too (the callers
+contradict the annotation; see ``graphcheck.lint.callers``).
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
+from typing import Any
 
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
+from graphcheck.lint.callers import all_pass_numbers
 from graphcheck.lint.scope import FuncInfo, ModuleIndex
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, FunctionFacts
 
@@ -34,8 +40,11 @@ class ModuleFacts:
     """``FunctionFacts`` of the functions of one module, built on demand and memoized."""
 
     def __init__(self, index: ModuleIndex, host_names: Sequence[str] = DEFAULT_HOST_NAMES,
-                 guards: Sequence[str] = (), debug_flags: Sequence[str] = DEFAULT_DEBUG_FLAGS) -> None:
+                 guards: Sequence[str] = (), debug_flags: Sequence[str] = DEFAULT_DEBUG_FLAGS,
+                 callers: dict[str, list[Any]] | None = None) -> None:
+        """``callers``: the in-tree call records of the module's functions (``graphcheck.lint.callers``)."""
         self.index = index
+        self.callers = callers or {}
         self.host_names, self.guards, self.debug_flags = host_names, guards, debug_flags
         self._memo: dict[int, FunctionFacts] = {}
         self._busy: set[int] = set()
@@ -48,6 +57,8 @@ class ModuleFacts:
             self._busy.add(key)
             try:
                 inherited = self._inherited(info) if info.parent is not None else {}
+                for name in self._number_params(info):
+                    inherited.setdefault(name, set()).add("hostval")
             finally:
                 self._busy.discard(key)
             facts = self._memo[key] = FunctionFacts(info, self.index, self.host_names, self.guards, self.debug_flags,
@@ -107,6 +118,16 @@ class ModuleFacts:
                     arg = given.get(name)
                     verdict[name] = verdict.get(name, True) and arg is not None and facts.is_host_value(arg)
         return [name for name, host in verdict.items() if host]
+
+    def _number_params(self, info: FuncInfo) -> list[str]:
+        """Parameters annotated as a tensor to which every in-tree caller passes a Python number: the
+        callers contradict the annotation (``max_pages: torch.Tensor`` given ``self.max_num_pages``)."""
+        if info.qualname not in self.callers:
+            return []
+        a = info.node.args
+        return [arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]
+                if arg.annotation is not None and "Tensor" in ast.unparse(arg.annotation)
+                and all_pass_numbers(info, arg.arg, self.callers)]
 
     def _stored_names(self, info: FuncInfo) -> set[str]:
         names = self._stored.get(id(info))

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from graphcheck.config import DEFAULT_EAGER, DEFAULT_HARNESS, DEFAULT_UNCAPTURED, UNCAPTURED_GROUPS
+from graphcheck.lint import callers as callers_mod
 from graphcheck.lint import pool as lint_pool
 from graphcheck.lint import summary as summary_mod
 from graphcheck.lint.scope import (
@@ -183,10 +184,13 @@ class FileContext:
     broken: bool = False  # the file did not parse: the rules report it
     captures: list[str] = dataclasses.field(default_factory=list)  # qualnames that open a capture region
     off: dict[str, str] = dataclasses.field(default_factory=dict)  # qualname -> "harness"|"eager" (never captured)
+    # qualname -> in-tree call records (graphcheck.lint.callers); qualname -> why it runs only on a cache miss
+    callers: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
+    cold: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"reach": self.reach, "aliases": self.aliases, "kernels": self.kernels, "broken": self.broken,
-                "captures": self.captures, "off": self.off}
+                "captures": self.captures, "off": self.off, "callers": self.callers, "cold": self.cold}
 
     def digest(self) -> str:
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
@@ -336,7 +340,7 @@ def _cache_key(registrars: tuple[str, ...], words: tuple[str, ...]) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{_FORMAT}|{__version__}|{sorted(registrars)}|{sorted(words)}".encode())
     here = Path(__file__).resolve().parent
-    for name in ("summary.py", "scope.py", "aliases.py", "project.py"):
+    for name in ("summary.py", "scope.py", "aliases.py", "project.py", "callers.py", "coldpaths.py"):
         try:
             h.update((here / name).read_bytes())
         except OSError:
@@ -931,7 +935,10 @@ class ProjectIndex:
             elif found[0] == "func" and found[1] in self.kernels and self.kernels[found[1]] == "triton":
                 rec = self.funcs[found[1]][2]
                 kernels[local] = [local, rec.get("params", []), rec.get("cx", []), found[1] in self.autotuned]
-        return FileContext(reach, aliases, kernels, bool(summ.get("broken")), captures, off)
+        table, cold = callers_mod.call_table(self), callers_mod.cold_table(self)
+        calls = {q: table[f"{module}.{q}"] for q in reach if f"{module}.{q}" in table}
+        cold_here = {q: cold[f"{module}.{q}"] for q in reach if f"{module}.{q}" in cold}
+        return FileContext(reach, aliases, kernels, bool(summ.get("broken")), captures, off, calls, cold_here)
 
     def in_scope(self, path: str) -> bool:
         module = self.names.get(path, (None,))[0]

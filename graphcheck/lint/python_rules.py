@@ -36,11 +36,13 @@ from graphcheck.config import (
 )
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint import capture_sites
+from graphcheck.lint import callers
 from graphcheck.lint.closures import ModuleFacts
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, is_builtin, is_cpu_device
 
 _TEXT_LIMIT = 60
+_COLD_KINDS = ("cache miss", "optional argument")  # evidence "path" of findings on paths capture does not run
 # a reach reason that names a capture site (the kernel's first call may be inside the capture)
 _CAPTURE_SITE = re.compile(r"torch\.cuda\.graph|capture_begin|make_graphed_callables|recorded")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -226,7 +228,8 @@ class _Linter:
         self.findings: list[Finding] = []
         self._seen: set[tuple[str, int, int]] = set()
         self.facts = ModuleFacts(self.index, host_names=ctx.get("host_names", DEFAULT_HOST_NAMES),
-                                 guards=ctx.get("guards", ()), debug_flags=ctx.get("debug_flags", DEFAULT_DEBUG_FLAGS))
+                                 guards=ctx.get("guards", ()), debug_flags=ctx.get("debug_flags", DEFAULT_DEBUG_FLAGS),
+                                 callers=ctx.get("callers"))
 
     def run(self) -> list[Finding]:
         if self.context is not None:
@@ -332,12 +335,14 @@ class _FunctionChecker:
         if self.facts.off_capture and self.facts.off_capture_path(node.lineno):  # type: ignore[attr-defined]
             return  # guarded by `if not torch.cuda.is_current_stream_capturing():` or a debug flag
         origin = evidence.pop("_origin", None)
-        after = self.facts.first_call_after
-        if after is not None and node.lineno > after and "_severity" not in evidence:  # type: ignore[attr-defined]
-            # below a memo lookup that returns early: runs on a cache miss, normally a warm-up call
-            severity = rules.get(code).severity
-            if severity == "error":
-                evidence = {**evidence, "_severity": "warning", "path": "cache miss"}
+        if "_severity" not in evidence and rules.get(code).severity == "error":
+            cold = self.cold_path(node.lineno)  # type: ignore[attr-defined]
+            if cold is not None:
+                why, kind, mild = cold
+                message += f"; {why}"
+                evidence = {**evidence, "path": kind}
+                if mild:
+                    evidence["_severity"] = "warning"
         if self.data_dependent and "_severity" not in evidence and rules.get(code).severity == "error":
             # a sync inside `unique`/`nonzero`/...: the op cannot size its output without one
             evidence = {**evidence, "_severity": "warning", "data_dependent": self.data_dependent}
@@ -346,6 +351,27 @@ class _FunctionChecker:
         index = self.linter.report(code, node, self.info, self.reason, message, self.region, **evidence)
         if index is not None and isinstance(origin, ast.AST):
             self._derived.append((index, origin.lineno))  # type: ignore[attr-defined]
+
+    def cold_path(self, line: int) -> tuple[str, str, bool] | None:
+        """(why, kind, milder) when ``line`` runs only on a first use or without an optional argument:
+        a cached body, a cache-miss block, a function called only on a cache miss, an ``if p is None:``
+        fallback. The fallback stays an error when a caller the project knows omits ``p`` (or passes None)."""
+        first = self.facts.first_use_at(line)
+        if first is not None:
+            return f"it runs only {first.why}", "cache miss", True
+        cold = (self.linter.context or {}).get("cold", {}).get(self.info.qualname)
+        if cold:
+            return f"it {cold}", "cache miss", True
+        optional = self.facts.optional_at(line)
+        if optional is None:
+            return None
+        param = optional.param
+        if param is not None and optional.why.startswith("when the caller omits"):
+            caller = callers.omitting(self.info, param, (self.linter.context or {}).get("callers", {}))
+            if caller is not None:
+                return f"it runs when `{param}` is omitted or None, as {caller} does", "optional argument", False
+            return f"it runs only {optional.why}; no caller in the tree does", "optional argument", True
+        return f"it runs only {optional.why}", "optional argument", True
 
     def origin_sync(self, node: ast.AST | None) -> ast.AST | None:
         """The host sync a value comes from: the call itself, or the sync a host name was assigned from."""
@@ -365,13 +391,25 @@ class _FunctionChecker:
             return
         findings = self.linter.findings
         sync_lines = {f.line for f in findings[start:] if f.code.startswith("GC1") and f.severity == "error"}
+        # a sync on a cold path (first use, optional-argument fallback) is a warning; what follows from it too
+        cold_lines = {f.line: f.evidence["path"] for f in findings[start:]
+                      if f.code.startswith("GC1") and f.evidence.get("path") in _COLD_KINDS
+                      and f.severity == "warning"}
         for index, line in self._derived:
             finding = findings[index]
-            if line in sync_lines and finding.severity == "error" and finding.line != line:
+            if finding.severity != "error" or finding.line == line:
+                continue
+            if line in sync_lines:
                 findings[index] = dataclasses.replace(
                     finding, severity=Severity.WARNING,
                     message=f"{finding.message}; it follows from the sync on line {line}",
                     evidence={**finding.evidence, "follows": line})
+            elif line in cold_lines:
+                findings[index] = dataclasses.replace(
+                    finding, severity=Severity.WARNING,
+                    message=f"{finding.message}; it follows from the sync on line {line}, which runs only on a "
+                            f"{cold_lines[line]} path",
+                    evidence={**finding.evidence, "follows": line, "path": cold_lines[line]})
 
     def t(self, node: ast.AST) -> str:
         return self.linter.text(node)

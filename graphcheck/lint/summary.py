@@ -14,6 +14,9 @@ module-level definitions prefixed with the module's own name):
   ``capture_begin()``..``capture_end()``, ``make_graphed_callables``), the
   parameters and ``tl.constexpr`` parameters (for kernels) and the reason the
   module alone already knows it is a root (``torch.library``, ``@capturable``);
+  for calls into the tree, what each argument is (``args``, see
+  ``graphcheck.lint.callers``) and the callees it calls only on a cache miss
+  (``cold``, see ``graphcheck.lint.coldpaths``);
 - ``classes``: class qualified name -> its bases as dotted names;
 - ``regs``: registrar-like calls made at module or class level.
 
@@ -27,9 +30,15 @@ import ast
 from typing import Any
 
 from graphcheck.lint import capture_sites
+from graphcheck.lint.callers import ArgCoder
+from graphcheck.lint.coldpaths import first_use_ranges
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, generic_instantiation
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# libraries a tree never defines: calls into them get no argument record (it keeps summaries small)
+_EXTERNAL = frozenset({"torch", "triton", "numpy", "math", "os", "sys", "logging", "functools", "itertools",
+                       "typing", "collections", "re", "json", "time", "warnings", "dataclasses", "contextlib",
+                       "operator", "inspect", "enum", "copy", "cutlass", "cuda", "einops", "random", "pathlib"})
 
 
 def registrar_like(name: str, registrars: tuple[str, ...] = ()) -> bool:
@@ -58,6 +67,7 @@ class _Summarizer:
         self.star: list[str] = []
         self.alias: dict[str, str] = {}
         self.classes: dict[str, list[str]] = {}
+        self.coder = ArgCoder(tree)
 
     # -- names -------------------------------------------------------------
 
@@ -167,6 +177,10 @@ class _Summarizer:
             targets = [d for d in (self.dotted(c.func, info) for c in region.calls()
                                    if not isinstance(c.func, ast.Subscript)) if d]
             capture.append([f"{site} on line {region.line}", region.line, region.end, targets])
+        args: list[list[Any]] = []
+        cold_ranges = first_use_ranges(info.node, info.own_nodes())
+        cold: dict[str, str] = {}
+        warm: set[str] = set()
         for node in info.own_nodes():
             if not isinstance(node, ast.Call):
                 continue
@@ -185,6 +199,13 @@ class _Summarizer:
             if callee is None:
                 continue
             calls.append(callee)
+            if callee.split(".", 1)[0] not in _EXTERNAL:  # maybe a call into the tree: what it passes, where
+                args.append(self.call_record(node, callee, info))
+                why = next((c.why for c in cold_ranges if c.start <= node.lineno <= c.end), None)
+                if why is None:
+                    warm.add(callee)
+                else:
+                    cold.setdefault(callee, why)
             if callee.rpartition(".")[2] == "make_graphed_callables" and node.args:
                 first = node.args[0]
                 elts = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
@@ -209,6 +230,11 @@ class _Summarizer:
             out["cx"] = sorted(self.index._constexpr_params(info.node) | _constexpr_annotated(info.node, self))
         if launches:
             out["launch"] = launches
+        if args:
+            out["args"] = args
+        cold = {c: why for c, why in cold.items() if c not in warm}
+        if cold:
+            out["cold"] = sorted(cold.items())
         if ext_ops:
             out["ext_ops"] = ext_ops
         if regs:
@@ -252,6 +278,15 @@ class _Summarizer:
             if known:
                 out[cls] = known
         return out
+
+    def call_record(self, node: ast.Call, callee: str, info: FuncInfo) -> list[Any]:
+        """[callee, line, called as an attribute, codes of positional args, codes of keywords, star]."""
+        fn, cls = info.node, info.owner_class
+        self.coder.own_nodes[id(fn)] = info.own_nodes()
+        star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
+        pos = "".join(self.coder.code(a, fn, cls) for a in node.args if not isinstance(a, ast.Starred))
+        kws = {k.arg: self.coder.code(k.value, fn, cls) for k in node.keywords if k.arg}
+        return [callee, node.lineno, int(isinstance(node.func, ast.Attribute)), pos, kws, int(star)]
 
     def run(self) -> dict[str, Any]:
         statements = self.module_level()

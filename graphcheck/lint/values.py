@@ -31,6 +31,7 @@ from typing import cast
 
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.aliases import Aliases
+from graphcheck.lint.coldpaths import Cold, first_use_ranges, optional_ranges
 from graphcheck.lint.scope import FuncInfo, ModuleIndex
 
 _MAX_DEPTH = 40
@@ -151,7 +152,9 @@ class FunctionFacts:
                 self._and_chain(node)
             elif isinstance(node, ast.IfExp):
                 self._conditional(node)
-        self.first_call_after = _memo_return(info.node)
+        # lines that run once per key (cached work) or only when an optional argument is omitted
+        self.first_use = first_use_ranges(info.node, nodes)
+        self.optional = optional_ranges(info.node, nodes)
         called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
         for node in nodes:
             if isinstance(node, ast.Attribute) and node.attr in TENSOR_HINT_ATTRS and isinstance(node.value, ast.Name):
@@ -337,6 +340,14 @@ class FunctionFacts:
 
     def off_capture_path(self, line: int) -> bool:
         return any(start <= line <= end for start, end in self.off_capture)
+
+    def first_use_at(self, line: int) -> Cold | None:
+        """The innermost first-use (cached) range holding ``line``, or None."""
+        return _innermost(self.first_use, line)
+
+    def optional_at(self, line: int) -> Cold | None:
+        """The innermost optional-argument fallback holding ``line``, or None."""
+        return _innermost(self.optional, line)
 
     # -- host values ---------------------------------------------------------
 
@@ -866,33 +877,12 @@ def _exits(block: list[ast.stmt]) -> bool:
 _CONTAINER_ANNOTATION = re.compile(r"^(typing\.)?(List|list|Tuple|tuple|Sequence|Dict|dict|Iterable|Mapping|Set|set)\[")
 
 
-def _memo_return(fn: ast.AST) -> int | None:
-    """The last line of a memo lookup that returns early (``if (v := CACHE.get(key)) is not None: return v``,
-    ``if key in CACHE: return CACHE[key]``, ``v = CACHE.get(key)`` then ``if v is not None: ...; return v``):
-    what follows runs on a cache miss, in practice the first call. A function decorated with
-    ``functools.cache``/``lru_cache`` runs its whole body only on a miss."""
-    for dec in getattr(fn, "decorator_list", ()):
-        target = dec.func if isinstance(dec, ast.Call) else dec
-        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-        if name in ("cache", "lru_cache", "cached"):
-            return getattr(fn, "lineno", 0)
-    looked_up: set[str] = set()  # names assigned from a `.get(...)` lookup
-    for stmt in getattr(fn, "body", ()):
-        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-                and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute)
-                and stmt.value.func.attr == "get"):
-            looked_up.add(stmt.targets[0].id)
-            continue
-        if not (isinstance(stmt, ast.If) and stmt.body and isinstance(stmt.body[-1], ast.Return)
-                and not stmt.orelse):
-            continue
-        test = stmt.test
-        lookup = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
-                     for n in ast.walk(test)) or (isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.In))
-        lookup = lookup or any(isinstance(n, ast.Name) and n.id in looked_up for n in ast.walk(test))
-        if lookup and (len(stmt.body) == 1 or looked_up):
-            return stmt.end_lineno or stmt.lineno
-    return None
+def _innermost(ranges: list[Cold], line: int) -> Cold | None:
+    best = None
+    for cold in ranges:
+        if cold.start <= line <= cold.end and (best is None or cold.end - cold.start <= best.end - best.start):
+            best = cold
+    return best
 
 
 def _rebinds(block: list[ast.stmt], name: str) -> bool:

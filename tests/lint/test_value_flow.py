@@ -125,9 +125,9 @@ def test_builtins_over_python_lists_are_quiet():
 
 def test_host_value_reaches_a_grid_callback_through_its_argument_and_free_names():
     quiet = lint('''
-        def launch(x, starts, meta=None):
-            args = None
-            if meta is None:
+        def launch(x, starts, meta):
+            args = meta.nums
+            if meta.dim == 2:
                 lens = starts.diff().to("cpu")
                 args = lens
 
@@ -170,3 +170,73 @@ def test_a_nested_function_called_with_a_device_value_somewhere_keeps_its_parame
             kern[(a + b,)](x, 1, BLOCK=64)
     ''')
     assert ("GC101", "error", "return lens.sum().item()") in loud
+
+
+# -- callers that contradict a tensor annotation ----------------------------------------------------------
+
+
+def test_tensor_annotation_contradicted_by_every_caller_passing_a_number(tmp_path):
+    root = make(tmp_path, {"p/__init__.py": "", "p/ops.py": """\
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def kern(x_ptr, n, BLOCK: tl.constexpr):
+            pass
+
+        def fill(x: torch.Tensor, max_pages: torch.Tensor):
+            if max_pages == 0:
+                return
+            kern[(1,)](x, max_pages, BLOCK=64)
+    """, "p/backend.py": """\
+        import torch
+        from p.ops import fill
+
+        class Backend:
+            def __init__(self, runner):
+                self.ctx_len = runner.config.context_len
+                self.page = runner.page_size
+                self.max_pages = (self.ctx_len + self.page - 1) // self.page
+
+            def capture(self, x, graph):
+                with torch.cuda.graph(graph):  # (a module that mentions no kernel or capture is not indexed)
+                    fill(x, self.max_pages)
+                fill(x, 0)
+    """})
+    assert found(root) == []
+
+
+def test_tensor_annotation_stands_when_a_caller_passes_a_tensor_or_no_caller_is_known(tmp_path):
+    root = make(tmp_path, {"p/__init__.py": "", "p/ops.py": """\
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def kern(x_ptr, n, BLOCK: tl.constexpr):
+            pass
+
+        def fill(x: torch.Tensor, max_pages: torch.Tensor):
+            if max_pages == 0:
+                return
+            kern[(1,)](x, 1, BLOCK=64)
+
+        def fill2(x: torch.Tensor, max_pages: torch.Tensor):
+            if max_pages == 0:
+                return
+            kern[(1,)](x, 1, BLOCK=64)
+    """, "p/backend.py": """\
+        import torch
+        from p.ops import fill
+
+        class Backend:
+            def __init__(self, runner):
+                self.max_pages = runner.lens.max()
+
+            def capture(self, x, lens, graph):
+                with torch.cuda.graph(graph):
+                    fill(x, self.max_pages)
+                fill(x, len(lens))
+    """})
+    assert found(root) == [("ops.py", 10, "GC111", "error"), ("ops.py", 15, "GC111", "error")]

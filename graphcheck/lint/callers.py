@@ -1,0 +1,305 @@
+"""What in-tree callers pass to a function, from the project index.
+
+The summary of each module (``graphcheck.lint.summary``) records, for every
+call whose target it can name, a code per argument: ``n`` (the literal
+``None``), ``h`` (a Python number: a literal, ``len()``, ``int()``, a shape or
+size, ``.item()``, arithmetic of those, a local or ``self.`` attribute assigned
+only such values) or ``?`` (anything else). The project index hands the lint
+of a file the call records of its reachable functions (``FileContext.callers``);
+the rules use them to:
+
+- treat a parameter annotated ``torch.Tensor`` as a host value when every
+  in-tree caller passes a Python number (``max_seq_pages: torch.Tensor`` given
+  ``self.max_num_pages``): the annotation is contradicted by the callers;
+- keep an ``if p is None:`` fallback an error only when a caller omits ``p``
+  or passes ``None`` (``graphcheck.lint.coldpaths``).
+
+A caller the index did not summarize is not seen: with no record the
+annotation stands and the fallback counts as one no caller takes.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+# calls and methods whose result is a Python number
+_NUMBER_FUNCS = {"len", "int", "float", "round", "abs", "bool"}
+_NUMBER_QUALS = ("math.", "triton.cdiv", "triton.next_power_of_2", "cdiv", "next_power_of_2")
+_NUMBER_METHODS = {"item", "size", "numel", "dim", "stride", "element_size", "nelement", "ndimension",
+                   "dense_dim", "sparse_dim", "bit_length"}
+_NUMBER_ATTRS = {"ndim", "itemsize", "nbytes"}
+_HOST_ANNOTATIONS = {"int", "float", "bool"}
+
+
+class ArgCoder:
+    """Codes call arguments of one module: ``n``, ``h`` or ``?``."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self._memo: dict[tuple[int, str], bool] = {}
+        self._tree = tree
+        self._classes: dict[str, list[ast.ClassDef]] | None = None
+        self._attrs: dict[str, dict[str, list[ast.expr]]] = {}
+        self._attr_kinds: dict[tuple[str, str], str] = {}
+        self._locals: dict[int, tuple[dict[str, list[ast.expr]], set[str]]] = {}
+        self.own_nodes: dict[int, list[ast.AST]] = {}  # id(function node) -> its nodes, when the caller has them
+
+    def attrs(self, cls: str) -> dict[str, list[ast.expr]]:
+        """``self.x = value`` in the methods of class ``cls``: attribute -> values (built on first use)."""
+        table = self._attrs.get(cls)
+        if table is None:
+            if self._classes is None:
+                self._classes = {}
+                for node in ast.walk(self._tree):
+                    if isinstance(node, ast.ClassDef):
+                        self._classes.setdefault(node.name, []).append(node)
+            table = self._attrs[cls] = {}
+            for klass in self._classes.get(cls, ()):
+                for node in ast.walk(klass):
+                    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                        for t in targets:
+                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                                table.setdefault(t.attr, []).append(node.value)
+        return table
+
+    def _assigned(self, fn: ast.AST) -> tuple[dict[str, list[ast.expr]], set[str]]:
+        """(local name -> values assigned, names bound by loops) of one function (built on first use)."""
+        hit = self._locals.get(id(fn))
+        if hit is None:
+            values: dict[str, list[ast.expr]] = {}
+            loops: set[str] = set()
+            nodes = self.own_nodes.get(id(fn))
+            for node in nodes if nodes is not None else ast.walk(fn):
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        if isinstance(t, ast.Name):
+                            values.setdefault(t.id, []).append(node.value)
+                        elif isinstance(t, (ast.Tuple, ast.List)):
+                            loops.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))  # unpacked: unknown
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name) \
+                        and node.value is not None:
+                    values.setdefault(node.target.id, []).append(node.value)
+                elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr)):
+                    loops.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+            hit = self._locals[id(fn)] = (values, loops)
+        return hit
+
+    def code(self, expr: ast.expr, fn: ast.AST | None, cls: str | None) -> str:
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return "n"
+        return "h" if self._number(expr, fn, cls, plain=False, depth=0) else "?"
+
+    def _number(self, node: ast.AST, fn: ast.AST | None, cls: str | None, plain: bool, depth: int) -> bool:
+        return self._kind(node, fn, cls, plain, depth) == "h"
+
+    def _kind(self, node: ast.AST, fn: ast.AST | None, cls: str | None, plain: bool, depth: int) -> str:
+        """``h`` for a Python number, ``p`` for configuration (in a class attribute's value, ``plain``: an
+        attribute chain of another object, ``runner.page_size``, arithmetic of such), ``?`` otherwise.
+        ``(runner.ctx_len + runner.page - 1) // runner.page`` is a number: configuration and a literal."""
+        if depth > 8:
+            return "?"
+        if isinstance(node, ast.Constant):
+            return "h" if isinstance(node.value, (int, float)) else "?"  # bools too
+        if isinstance(node, ast.UnaryOp):
+            return self._kind(node.operand, fn, cls, plain, depth + 1)
+        if isinstance(node, ast.BinOp):
+            kinds = {self._kind(s, fn, cls, plain, depth + 1) for s in (node.left, node.right)}
+            return "?" if "?" in kinds else "h" if "h" in kinds else "p"
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                number = func.id in _NUMBER_FUNCS or func.id in ("cdiv", "next_power_of_2") or (
+                    func.id in ("max", "min") and bool(node.args)
+                    and all(self._number(a, fn, cls, plain, depth + 1) for a in node.args))
+                return "h" if number else "?"
+            if isinstance(func, ast.Attribute):
+                dotted = _dotted(func)
+                number = func.attr in _NUMBER_METHODS or (dotted is not None and dotted.startswith(_NUMBER_QUALS))
+                return "h" if number else "?"
+            return "?"
+        if isinstance(node, ast.Subscript):
+            value = node.value
+            return "h" if isinstance(value, ast.Attribute) and value.attr == "shape" else "?"
+        if isinstance(node, ast.Attribute):
+            if node.attr in _NUMBER_ATTRS:
+                return "h"
+            if isinstance(node.value, ast.Name) and node.value.id == "self" and cls is not None:
+                return self._attr_kind(cls, node.attr, depth)
+            return "p" if plain and _dotted(node) is not None else "?"
+        if isinstance(node, ast.Name) and fn is not None:
+            return "h" if self._local_number(node.id, fn, cls, depth) else "?"
+        return "?"
+
+    def _attr_kind(self, cls: str, attr: str, depth: int) -> str:
+        """The kind of ``self.attr`` in class ``cls``: of every value assigned to it (memoized)."""
+        key = (cls, attr)
+        hit = self._attr_kinds.get(key)
+        if hit is None:
+            self._attr_kinds[key] = "?"  # a cycle (`self.n = self.n * 2`) is no evidence
+            kinds = {self._kind(v, None, cls, True, depth + 1) for v in self.attrs(cls).get(attr, [])}
+            hit = self._attr_kinds[key] = "?" if not kinds or "?" in kinds else "h" if kinds == {"h"} else "p"
+        return hit
+
+    def _local_number(self, name: str, fn: ast.AST, cls: str | None, depth: int) -> bool:
+        """A parameter annotated ``int``/``float``, or a local assigned only numbers (memoized)."""
+        key = (id(fn), name)
+        hit = self._memo.get(key)
+        if hit is None:
+            self._memo[key] = False  # a cycle (`n = n + 1`) is no evidence
+            hit = self._memo[key] = self._local_number_uncached(name, fn, cls, depth)
+        return hit
+
+    def _local_number_uncached(self, name: str, fn: ast.AST, cls: str | None, depth: int) -> bool:
+        args = getattr(fn, "args", None)
+        if args is not None:
+            for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+                if arg.arg == name:
+                    ann = arg.annotation
+                    return isinstance(ann, ast.Name) and ann.id in _HOST_ANNOTATIONS
+        values, loops = self._assigned(fn)
+        if name in loops:
+            return False
+        assigned = values.get(name, [])
+        return bool(assigned) and all(self._number(v, fn, cls, False, depth + 1) for v in assigned)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+# -- the lint side: questions about one function's callers ------------------------------------------
+
+
+def _slots(fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool, via_attr: bool) -> tuple[list[str], set[str]]:
+    """(positional parameter names as a caller fills them, keyword-only names)."""
+    a = fn.args
+    positional = [p.arg for p in [*a.posonlyargs, *a.args]]
+    static = any(getattr(d, "id", getattr(d, "attr", "")) == "staticmethod" for d in fn.decorator_list)
+    if is_method and via_attr and not static and positional:
+        positional = positional[1:]
+    return positional, {p.arg for p in a.kwonlyargs}
+
+
+def _given(record: list[Any], fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool, param: str) -> str | None:
+    """The code a call record passes for ``param``: ``n``/``h``/``?``, ``-`` when omitted, None when unknown
+    (``*args``/``**kwargs`` at the call)."""
+    _show, _line, via_attr, pos, kws, star = record
+    if param in kws:
+        return str(kws[param])
+    if star:
+        return None
+    positional, _ = _slots(fn, is_method, bool(via_attr))
+    if param in positional and positional.index(param) < len(pos):
+        return str(pos[positional.index(param)])
+    return "-"
+
+
+def omitting(info: Any, param: str, table: dict[str, list[list[Any]]]) -> str | None:
+    """A caller (as "`f` (file.py:12)") that omits ``param`` of function ``info`` or passes None, or None."""
+    for record in table.get(info.qualname, ()):
+        if _given(record, info.node, info.is_method, param) in ("-", "n"):
+            return record[0]
+    return None
+
+
+def all_pass_numbers(info: Any, param: str, table: dict[str, list[list[Any]]]) -> list[str]:
+    """The callers (as "`f` (file.py:12)"), when every in-tree call of ``info`` passes a Python number for
+    ``param``; [] otherwise (or when no call is known)."""
+    records = table.get(info.qualname, ())
+    if not records:
+        return []
+    if any(_given(r, info.node, info.is_method, param) != "h" for r in records):
+        return []
+    return [r[0] for r in records]
+
+
+# -- the project side -------------------------------------------------------------------------------
+
+
+def call_table(index: Any) -> dict[str, list[list[Any]]]:
+    """callee dotted -> call records ``[shown caller, line, via attribute, pos codes, kw codes, star]`` over
+    every summarized module (memoized on the index; a class call counts for its ``__init__``)."""
+    table = getattr(index, "_call_table", None)
+    if table is not None:
+        return table
+    table = {}
+    saved, index._missing = index._missing, set()  # resolve what is loaded; load nothing more for this
+    for dotted, (module, qual, rec) in index.funcs.items():
+        records = rec.get("args")
+        if not records:
+            continue
+        path = index.by_module.get(module, module)
+        shown_file = path.replace("\\", "/").rsplit("/", 1)[-1]
+        for callee, line, via, pos, kws, star in records:
+            found = index.resolve(callee)
+            if found is None:
+                continue
+            target = found[1]
+            if found[0] == "class":
+                init = index._member(target, ["__init__"], 0)
+                if init is None:
+                    continue
+                target, via = init[1], 1
+            elif found[0] != "func":
+                continue
+            table.setdefault(target, []).append([f"`{qual}` ({shown_file}:{line})", line, via, pos, kws, star])
+    index._missing = saved
+    index._call_table = table
+    return table
+
+
+def cold_table(index: Any) -> dict[str, str]:
+    """Reachable functions (dotted) reached only through calls made on a cache miss -> why, e.g.
+    "runs only through `_get_d`'s call on a miss of `D` (line 9), once per key (...)"."""
+    memo = getattr(index, "_cold_table", None)
+    if memo is not None:
+        return memo
+    saved, index._missing = index._missing, set()
+    warm: set[str] = set()
+    stack = list(index.roots)
+    while stack:
+        dotted = stack.pop()
+        if dotted in warm or dotted not in index.funcs:
+            continue
+        warm.add(dotted)
+        stack.extend(index.children.get(dotted, ()))
+        rec = index.funcs[dotted][2]
+        cold = {c for c, _ in rec.get("cold", ())}
+        for callee in rec.get("calls", ()):
+            if callee in cold:
+                continue
+            target = _function(index, callee)
+            if target is not None:
+                stack.append(target)
+    out: dict[str, str] = {}
+    for dotted in index.parent:
+        if dotted in warm:
+            continue
+        chain = index.chain(dotted)
+        for caller, callee in zip(chain, chain[1:]):
+            rec = index.funcs[caller][2]
+            why = next((w for c, w in rec.get("cold", ()) if _function(index, c) == callee), None)
+            if why is not None:
+                out[dotted] = f"runs only through `{index.funcs[caller][1]}`'s call {why}"
+                break
+    index._missing = saved
+    index._cold_table = out
+    return out
+
+
+def _function(index: Any, callee: str) -> str | None:
+    found = index.resolve(callee)
+    if found is None:
+        return None
+    if found[0] == "class":
+        init = index._member(found[1], ["__init__"], 0)
+        return init[1] if init is not None else None
+    return found[1] if found[0] == "func" else None

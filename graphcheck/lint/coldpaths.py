@@ -1,0 +1,269 @@
+"""Branches an engine does not run under capture: first-use work and optional-argument fallbacks.
+
+Two shapes of code hold real syncs that captured serving never executes:
+
+- **first use / cached work**: the body of a function decorated with a cache
+  decorator (``functools.cache``, ``lru_cache``, any decorator whose name
+  contains ``cache``), the block under ``if key not in <cache>:`` /
+  ``if <cache>.get(key) is None:`` (a container whose name contains ``cache``,
+  or one the block stores into under the key: ``D[k] = build(k)``), and what
+  follows a memo lookup that returns early. It runs once per key, normally at
+  warm-up before capture.
+- **optional-argument fallback**: the block under ``if p is None:`` /
+  ``if not p:`` (or after ``if p is not None: return ...``, or the value in
+  ``p = p or ...`` / ``p = ... if p is None else p``), where ``p`` is a
+  parameter whose default is ``None``: it runs only when the caller omits ``p``.
+  The same test on a field of a parameter (``if batch_info.max_len is None:``)
+  is a fallback for an optional field the caller fills.
+
+Findings there become warnings whose message says why; none is dropped. The
+optional-argument reason is checked against the callers the project index
+knows (``graphcheck.lint.python_rules``): a caller that omits ``p`` or passes
+``None`` keeps the error.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Sequence
+
+FIRST_USE = "once per key (first use, normally a warm-up before capture)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cold:
+    """Lines ``start..end`` of a function run only on a first use or when ``param`` is omitted."""
+
+    start: int
+    end: int
+    why: str  # completes "...; it runs only ...": "on a miss of `cache` (line 3), once per key (...)"
+    param: str | None = None  # the optional parameter whose absence the range stands for
+
+
+def cache_decorator(fn: ast.AST) -> str | None:
+    """The name of a cache decorator on ``fn`` (``lru_cache``, ``tensor_cache``), or None."""
+    for dec in getattr(fn, "decorator_list", ()):
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        low = name.lower()
+        if "cache" in low and not low.startswith(("no_cache", "nocache", "uncache", "clear")):
+            return name
+    return None
+
+
+def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST]) -> list[Cold]:
+    """Line ranges of ``fn`` that run once per key (its nodes ``nodes``, nested defs excluded)."""
+    end = fn.end_lineno or fn.lineno
+    deco = cache_decorator(fn)
+    if deco is not None:
+        return [Cold(fn.lineno, end, f"when `@{deco}` misses, {FIRST_USE}")]
+    out = []
+    after = memo_return(fn)
+    if after is not None:
+        out.append(Cold(after + 1, end, f"below the memo lookup that returns on line {after}, on a miss, {FIRST_USE}"))
+    looked_up = _lookups(nodes)
+    for node in nodes:
+        if not isinstance(node, ast.If):
+            continue
+        miss = _miss_test(node.test, looked_up)
+        if miss is None:
+            continue
+        container, on_true = miss
+        block = node.body if on_true else node.orelse
+        if not block or not (_cache_named(container) or _stores_into(block, container)):
+            continue
+        why = f"on a miss of `{_text(container)}` (line {node.lineno}), {FIRST_USE}"
+        out.append(Cold(block[0].lineno, _last_line(block), why))
+    return out
+
+
+def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST]) -> list[Cold]:
+    """Line ranges of ``fn`` that run only when an optional parameter (default ``None``) is omitted, or an
+    optional field of a parameter is unset."""
+    optional = _none_defaults(fn)
+    params = _all_params(fn)
+    end = fn.end_lineno or fn.lineno
+    out = []
+    for node in nodes:
+        if isinstance(node, ast.If):
+            hit = _absent_test(node.test, optional, params)
+            if hit is None:
+                continue
+            what, param, on_true = hit
+            block = node.body if on_true else node.orelse
+            if block:
+                out.append(Cold(block[0].lineno, _last_line(block), _why(what, param), param))
+            elif not on_true and node.body and isinstance(node.body[-1], ast.Return):
+                # `if p is not None: return p` -- what follows runs only without p (a `raise` there says
+                # p must be omitted: what follows is the normal path)
+                out.append(Cold(_last_line(node.body) + 1, end, _why(what, param), param))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            value = node.value
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if not (isinstance(target, ast.Name) and target.id in optional):
+                continue
+            name = target.id
+            fallback: ast.AST | None = None
+            if (isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2
+                    and isinstance(value.values[0], ast.Name) and value.values[0].id == name):
+                fallback = value.values[1]  # p = p or x.max().item()
+            elif isinstance(value, ast.IfExp):
+                hit = _absent_test(value.test, optional, params)
+                if hit is not None and hit[1] == name:
+                    fallback = value.body if hit[2] else value.orelse
+            if fallback is not None:
+                out.append(Cold(fallback.lineno, getattr(fallback, "end_lineno", None) or fallback.lineno,
+                                _why(f"`{name}`", name), name))
+    return out
+
+
+def _why(what: str, param: str) -> str:
+    if what == f"`{param}`":
+        return f"when the caller omits {what} (an optional argument, default None)"
+    return f"when {what} is None (an optional field of `{param}` the caller fills)"
+
+
+def memo_return(fn: ast.AST) -> int | None:
+    """The last line of a memo lookup that returns early (``if (v := CACHE.get(key)) is not None: return v``,
+    ``if key in CACHE: return CACHE[key]``, ``v = CACHE.get(key)`` then ``if v is not None: ...; return v``):
+    what follows runs on a cache miss, in practice the first call."""
+    looked_up: set[str] = set()  # names assigned from a `.get(...)` lookup
+    for stmt in getattr(fn, "body", ()):
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute)
+                and stmt.value.func.attr == "get"):
+            looked_up.add(stmt.targets[0].id)
+            continue
+        if not (isinstance(stmt, ast.If) and stmt.body and isinstance(stmt.body[-1], ast.Return)
+                and not stmt.orelse):
+            continue
+        test = stmt.test
+        lookup = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
+                     for n in ast.walk(test)) or (isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.In))
+        lookup = lookup or any(isinstance(n, ast.Name) and n.id in looked_up for n in ast.walk(test))
+        if lookup and (len(stmt.body) == 1 or looked_up):
+            return stmt.end_lineno or stmt.lineno
+    return None
+
+
+# -- tests ---------------------------------------------------------------------------------------
+
+
+def _lookups(nodes: Sequence[ast.AST]) -> dict[str, ast.expr]:
+    """Names assigned from ``<container>.get(...)``: name -> container."""
+    out: dict[str, ast.expr] = {}
+    for node in nodes:
+        if isinstance(node, (ast.Assign, ast.NamedExpr)):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            value = node.value
+            if (isinstance(target, ast.Name) and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                    and value.func.attr == "get"):
+                out[target.id] = value.func.value
+    return out
+
+
+def _miss_test(test: ast.AST, looked_up: dict[str, ast.expr]) -> tuple[ast.expr, bool] | None:
+    """(container, whether the test is true on a miss) for a cache-lookup test, or None."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    if isinstance(test, ast.Name) and test.id in looked_up:
+        return looked_up[test.id], negated  # `if not v:` is a miss, `if v:` a hit
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op, left, right = test.ops[0], test.left, test.comparators[0]
+    if isinstance(op, (ast.In, ast.NotIn)):
+        return right, isinstance(op, ast.NotIn) != negated
+    if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
+        if isinstance(left, ast.NamedExpr):
+            left = left.value
+        container = None
+        if isinstance(left, ast.Call) and isinstance(left.func, ast.Attribute) and left.func.attr == "get":
+            container = left.func.value
+        elif isinstance(left, ast.Name) and left.id in looked_up:
+            container = looked_up[left.id]
+        if container is not None:
+            return container, isinstance(op, ast.Is) != negated
+    return None
+
+
+def _absent_test(test: ast.AST, optional: set[str], params: set[str]) -> tuple[str, str, bool] | None:
+    """(what is absent, its parameter, whether the test is true when it is absent) for ``p is None``,
+    ``not p``, ``p.field is None`` and an ``and`` of tests one of which is that, or None."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And) == (not negated):  # `a and p is None`: the block needs p absent
+            for value in test.values:
+                hit = _absent_test(ast.UnaryOp(ast.Not(), value) if negated else value, optional, params)
+                if hit is not None and hit[2]:
+                    return hit
+        return None
+    if isinstance(test, ast.Name) and test.id in optional:
+        return f"`{test.id}`", test.id, negated  # `if not p:` -- absent when true
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)):
+        right = test.comparators[0]
+        if not (isinstance(right, ast.Constant) and right.value is None):
+            return None
+        is_none = isinstance(test.ops[0], ast.Is) != negated
+        left = test.left
+        if isinstance(left, ast.Name) and left.id in optional:
+            return f"`{left.id}`", left.id, is_none
+        if isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name) and left.value.id in params:
+            return f"`{_text(left)}`", left.value.id, is_none
+    return None
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+
+
+def _none_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    out = set()
+    for arg, default in zip(positional[len(positional) - len(a.defaults):], a.defaults):
+        if isinstance(default, ast.Constant) and default.value is None:
+            out.add(arg.arg)
+    for arg, kw_default in zip(a.kwonlyargs, a.kw_defaults):
+        if isinstance(kw_default, ast.Constant) and kw_default.value is None:
+            out.add(arg.arg)
+    return out
+
+
+def _all_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    a = fn.args
+    return {arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]} - {"self", "cls"}
+
+
+def _cache_named(node: ast.AST) -> bool:
+    while isinstance(node, (ast.Subscript, ast.Call)):
+        node = node.value if isinstance(node, ast.Subscript) else node.func
+    name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+    return "cache" in name.lower()
+
+
+def _stores_into(block: list[ast.stmt], container: ast.expr) -> bool:
+    """Does ``block`` store into ``container`` (``D[k] = v``, ``D.setdefault(...)``)?"""
+    text = _text(container)
+    for stmt in block:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and _text(node.value) == text:
+                return True
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("setdefault", "update", "__setitem__") and _text(node.func.value) == text):
+                return True
+    return False
+
+
+def _text(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except (RecursionError, ValueError):
+        return "<expression>"
+
+
+def _last_line(block: list[ast.stmt]) -> int:
+    last = block[-1]
+    return getattr(last, "end_lineno", None) or last.lineno

@@ -1,0 +1,208 @@
+"""Branches an engine does not run under capture (graphcheck.lint.coldpaths): first-use / cached work and
+optional-argument fallbacks give warnings that say why, never silence; a caller that takes the fallback
+keeps the error."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from graphcheck.config import Config
+from graphcheck.lint.engine import lint_paths
+from graphcheck.lint.python_rules import lint_python
+
+KERNEL = textwrap.dedent('''
+    import functools
+    from typing import Optional
+
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def kern(x_ptr, n, BLOCK: tl.constexpr):
+        pass
+''')
+
+
+def lint(body: str):
+    src = KERNEL + textwrap.dedent(body)
+    return sorted((f.code, f.severity.value, src.splitlines()[f.line - 1].strip(), f.message)
+                  for f in lint_python(src, "m.py"))
+
+
+def make(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def found(root: Path):
+    result = lint_paths([str(root)], Config(root=root), use_cache=False, jobs=1)
+    return sorted((Path(f.path).name, f.line, f.code, f.severity.value, f.message) for f in result.findings)
+
+
+# -- first use -----------------------------------------------------------------------------------------
+
+
+def test_any_cache_decorator_makes_the_body_first_use_work():
+    got = lint('''
+        @tensor_cache
+        def chunk_ids(x, offsets: torch.Tensor):
+            ids = offsets.tolist()
+            kern[(1,)](x, 1, BLOCK=64)
+            return ids
+    ''')
+    assert [(c, s) for c, s, _, _ in got] == [("GC103", "warning")]
+    assert "`@tensor_cache` misses, once per key" in got[0][3]
+    loud = lint('''
+        @tensor_stats
+        def chunk_ids(x, offsets: torch.Tensor):
+            ids = offsets.tolist()
+            kern[(1,)](x, 1, BLOCK=64)
+            return ids
+    ''')
+    assert [(c, s) for c, s, _, _ in loud] == [("GC103", "error")]
+
+
+def test_tuning_under_a_cache_miss_test_is_first_use_work():
+    got = lint('''
+        _TUNED = {}
+
+        def run(x: torch.Tensor, out: torch.Tensor, tune_cache=None):
+            key = (x.shape[0], x.dtype)
+            if key not in _TUNE_CACHE:
+                kern[(1,)](out, 1, BLOCK=64)
+                torch.cuda.synchronize()
+                if torch.isnan(out).any():
+                    raise RuntimeError("bad config")
+                _TUNE_CACHE[key] = 64
+            if _TUNED.get(key) is None:
+                _TUNED[key] = int(out.sum())
+            kern[(1,)](x, 1, BLOCK=64)
+    ''')
+    assert [(c, s) for c, s, _, _ in got] == [("GC102", "warning"), ("GC110", "warning"), ("GC111", "warning")]
+    assert all("on a miss of" in m and "first use" in m for _, _, _, m in got)
+    loud = lint('''
+        def run(x: torch.Tensor, out: torch.Tensor, seen: dict):
+            key = (x.shape[0], x.dtype)
+            if key not in seen:
+                torch.cuda.synchronize()
+            kern[(1,)](x, 1, BLOCK=64)
+    ''')
+    assert [(c, s) for c, s, _, _ in loud] == [("GC110", "error")]  # not a cache: nothing is stored
+
+
+def test_a_helper_called_only_on_a_cache_miss_is_first_use_work(tmp_path):
+    files = {"p/__init__.py": "", "p/ops.py": """\
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def kern(x_ptr, c_ptr, BLOCK: tl.constexpr):
+            pass
+
+        def _build(dtype, device):
+            return torch.tensor([1.0, 2.0], dtype=dtype, device=device)
+
+        TABLES = {}
+
+        def _table(dtype, device):
+            if dtype not in TABLES:
+                TABLES[dtype] = _build(dtype, device)
+            return TABLES[dtype]
+
+        def launch(x):
+            kern[(1,)](x, _table(x.dtype, x.device), BLOCK=64)
+    """}
+    got = found(make(tmp_path / "a", files))
+    assert [(n, line, c, s) for n, line, c, s, _ in got] == [("ops.py", 10, "GC301", "warning")]
+    assert "only through `_table`'s call on a miss of `TABLES`" in got[0][4]
+    files["p/ops.py"] = files["p/ops.py"].replace("kern[(1,)](x, _table(x.dtype, x.device), BLOCK=64)",
+                                                  "kern[(1,)](x, _build(x.dtype, x.device), BLOCK=64)")
+    loud = found(make(tmp_path / "b", files))
+    assert [(n, line, c, s) for n, line, c, s, _ in loud] == [("ops.py", 10, "GC301", "error")]
+
+
+# -- optional-argument fallbacks -------------------------------------------------------------------------
+
+
+def test_sync_under_an_omitted_optional_argument_is_a_warning_that_says_so():
+    got = lint('''
+        def decode(q: torch.Tensor, cu_seqlens: torch.Tensor, max_q_len: Optional[int] = None, lens=None):
+            if max_q_len is None:
+                max_q_len = int((cu_seqlens[1:] - cu_seqlens[:-1]).max().item())
+            lens = lens or cu_seqlens.diff().max().item()
+            if not cu_seqlens.is_contiguous() and max_q_len is None:
+                cu_seqlens.cpu()
+            kern[(max_q_len,)](q, lens, BLOCK=64)
+    ''')
+    syncs = [(c, s, m) for c, s, _, m in got if c != "GC402"]
+    assert [(c, s) for c, s, _ in syncs] == [("GC101", "warning"), ("GC101", "warning"), ("GC104", "warning")]
+    assert all("runs only when the caller omits" in m for _, _, m in syncs)
+    derived = [(s, m) for c, s, _, m in got if c == "GC402"]  # `lens` baked into the launch follows the sync
+    assert derived and derived[0][0] == "warning" and "optional argument path" in derived[0][1]
+    loud = lint('''
+        def decode(q: torch.Tensor, cu_seqlens: torch.Tensor, max_q_len: int = 0):
+            if max_q_len == 0:
+                max_q_len = int((cu_seqlens[1:] - cu_seqlens[:-1]).max().item())
+            kern[(max_q_len,)](q, 1, BLOCK=64)
+    ''')
+    assert [(c, s) for c, s, _, _ in loud] == [("GC101", "error"), ("GC401", "warning")]  # grid follows the sync
+
+
+def test_an_optional_field_of_a_parameter_and_an_early_return_when_it_is_set():
+    got = lint('''
+        def max_len(info) -> int:
+            if info.max_len is not None:
+                return info.max_len
+            return int(info.seg_lens.max().item())
+
+        def launch(x, info):
+            kern[(max_len(info),)](x, 1, BLOCK=64)
+    ''')
+    assert [(c, s) for c, s, _, _ in got] == [("GC101", "warning")]
+    assert "when `info.max_len` is None (an optional field of `info`" in got[0][3]
+    loud = lint('''
+        def launch(x, out: Optional[torch.Tensor] = None):
+            if out is not None:
+                raise NotImplementedError("out")
+            n = int(x.max().item())
+            kern[(n,)](x, 1, BLOCK=64)
+    ''')
+    # a raise: what follows is the normal path
+    assert [(c, s) for c, s, _, _ in loud] == [("GC101", "error"), ("GC401", "warning")]
+
+
+def test_a_caller_that_omits_the_optional_argument_keeps_the_error(tmp_path):
+    files = {"p/__init__.py": "", "p/ops.py": """\
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def kern(x_ptr, n, BLOCK: tl.constexpr):
+            pass
+
+        def decode(q: torch.Tensor, lens: torch.Tensor, max_len=None):
+            if max_len is None:
+                max_len = lens.max().item()
+            kern[(max_len,)](q, 1, BLOCK=64)
+    """, "p/engine.py": """\
+        import torch
+        from p.ops import decode
+
+        def step(q, lens, cfg, graph):
+            with torch.cuda.graph(graph):
+                decode(q, lens, max_len=cfg.max_len)
+    """}
+    quiet = found(make(tmp_path / "a", files))
+    assert [(line, c, s) for _, line, c, s, _ in quiet] == [(11, "GC101", "warning")]
+    assert "no caller in the tree does" in quiet[0][4]
+    files["p/engine.py"] += "\n        def prefill(q, lens):\n            decode(q, lens)\n"
+    loud = found(make(tmp_path / "b", files))
+    assert [(line, c, s) for _, line, c, s, _ in loud] == [(11, "GC101", "error")]
+    assert "as `prefill` (engine.py:" in loud[0][4]
