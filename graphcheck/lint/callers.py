@@ -232,7 +232,7 @@ def call_table(index: Any) -> dict[str, list[list[Any]]]:
         return table
     table = {}
     saved, index._missing = index._missing, set()  # resolve what is loaded; load nothing more for this
-    for dotted, (module, qual, rec) in index.funcs.items():
+    for module, qual, rec in index.funcs.values():
         records = rec.get("args")
         if not records:
             continue

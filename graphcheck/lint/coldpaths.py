@@ -39,6 +39,14 @@ class Cold:
     end: int
     why: str  # completes "...; it runs only ...": "on a miss of `cache` (line 3), once per key (...)"
     param: str | None = None  # the optional parameter whose absence the range stands for
+    # an expression's exact extent (line, col, end line, end col): `n if p is None else p.item()` on one line
+    span: tuple[int, int, int, int] | None = None
+
+    def holds(self, line: int, col: int) -> bool:
+        if self.span is None:
+            return self.start <= line <= self.end
+        first, first_col, last, last_col = self.span
+        return (first, first_col) <= (line, col) < (last, last_col)
 
 
 def cache_decorator(fn: ast.AST) -> str | None:
@@ -69,10 +77,12 @@ def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence
         miss = _miss_test(node.test, looked_up)
         if miss is None:
             continue
-        container, on_true = miss
+        container, key, on_true = miss
         block = node.body if on_true else node.orelse
         if not block or not (_cache_named(container) or _stores_into(block, container)):
             continue
+        if key is not None and _per_call_key(key, nodes):
+            continue  # keyed on a tensor's `_version`: a write to a static buffer misses again at capture
         why = f"on a miss of `{_text(container)}` (line {node.lineno}), {FIRST_USE}"
         out.append(Cold(block[0].lineno, _last_line(block), why))
     return out
@@ -98,24 +108,21 @@ def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[
                 # `if p is not None: return p` -- what follows runs only without p (a `raise` there says
                 # p must be omitted: what follows is the normal path)
                 out.append(Cold(_last_line(node.body) + 1, end, _why(what, param), param))
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            value = node.value
-            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
-            if not (isinstance(target, ast.Name) and target.id in optional):
-                continue
-            name = target.id
-            fallback: ast.AST | None = None
-            if (isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2
-                    and isinstance(value.values[0], ast.Name) and value.values[0].id == name):
-                fallback = value.values[1]  # p = p or x.max().item()
-            elif isinstance(value, ast.IfExp):
-                hit = _absent_test(value.test, optional, params)
-                if hit is not None and hit[1] == name:
-                    fallback = value.body if hit[2] else value.orelse
-            if fallback is not None:
-                out.append(Cold(fallback.lineno, getattr(fallback, "end_lineno", None) or fallback.lineno,
-                                _why(f"`{name}`", name), name))
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and isinstance(node.values[0], ast.Name) \
+                and node.values[0].id in optional:
+            name = node.values[0].id  # `p or x.max().item()`: the rest runs only without p
+            out.extend(_expr_cold(v, name) for v in node.values[1:])
+        elif isinstance(node, ast.IfExp):
+            hit = _absent_test(node.test, optional, set())
+            if hit is not None:  # `n if p is None else p` -- the arm taken without p
+                out.append(_expr_cold(node.body if hit[2] else node.orelse, hit[1]))
     return out
+
+
+def _expr_cold(expr: ast.expr, name: str) -> Cold:
+    end_line = getattr(expr, "end_lineno", None) or expr.lineno
+    span = (expr.lineno, expr.col_offset, end_line, getattr(expr, "end_col_offset", None) or 10**6)
+    return Cold(expr.lineno, end_line, _why(f"`{name}`", name), name, span)
 
 
 def _why(what: str, param: str) -> str:
@@ -150,42 +157,65 @@ def memo_return(fn: ast.AST) -> int | None:
 # -- tests ---------------------------------------------------------------------------------------
 
 
-def _lookups(nodes: Sequence[ast.AST]) -> dict[str, ast.expr]:
-    """Names assigned from ``<container>.get(...)``: name -> container."""
-    out: dict[str, ast.expr] = {}
+def _lookups(nodes: Sequence[ast.AST]) -> dict[str, ast.Call]:
+    """Names assigned from ``<container>.get(...)``: name -> the ``get`` call."""
+    out: dict[str, ast.Call] = {}
     for node in nodes:
         if isinstance(node, (ast.Assign, ast.NamedExpr)):
             target = node.targets[0] if isinstance(node, ast.Assign) else node.target
             value = node.value
             if (isinstance(target, ast.Name) and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
                     and value.func.attr == "get"):
-                out[target.id] = value.func.value
+                out[target.id] = value
     return out
 
 
-def _miss_test(test: ast.AST, looked_up: dict[str, ast.expr]) -> tuple[ast.expr, bool] | None:
-    """(container, whether the test is true on a miss) for a cache-lookup test, or None."""
+def _per_call_key(key: ast.AST, nodes: Sequence[ast.AST]) -> bool:
+    """Does a cache key change from call to call: built from a tensor's ``_version`` (bumped by every
+    in-place write, so a static buffer refilled before capture misses again) or its values (``.item()``,
+    ``.tolist()``)? A local key name is followed to its assignments."""
+    names = {key.id} if isinstance(key, ast.Name) else set()
+    parts: list[ast.AST] = [key]
+    for node in nodes:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in node.targets):
+            parts.append(node.value)
+    for part in parts:
+        for sub in ast.walk(part):
+            if isinstance(sub, ast.Attribute) and sub.attr in ("_version", "item", "tolist"):
+                return True
+            if isinstance(sub, ast.Constant) and sub.value == "_version":
+                return True  # getattr(t, "_version", None)
+    return False
+
+
+def _miss_test(test: ast.AST, looked_up: dict[str, ast.Call]) -> tuple[ast.expr, ast.AST | None, bool] | None:
+    """(container, key, whether the test is true on a miss) for a cache-lookup test, or None."""
     negated = False
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, negated = test.operand, not negated
     if isinstance(test, ast.Name) and test.id in looked_up:
-        return looked_up[test.id], negated  # `if not v:` is a miss, `if v:` a hit
+        found = looked_up[test.id]
+        return found.func.value, _first_arg(found), negated  # type: ignore[attr-defined]  # `not v`: a miss
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None
     op, left, right = test.ops[0], test.left, test.comparators[0]
     if isinstance(op, (ast.In, ast.NotIn)):
-        return right, isinstance(op, ast.NotIn) != negated
+        return right, left, isinstance(op, ast.NotIn) != negated
     if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
         if isinstance(left, ast.NamedExpr):
             left = left.value
-        container = None
+        get: ast.Call | None = None
         if isinstance(left, ast.Call) and isinstance(left.func, ast.Attribute) and left.func.attr == "get":
-            container = left.func.value
+            get = left
         elif isinstance(left, ast.Name) and left.id in looked_up:
-            container = looked_up[left.id]
-        if container is not None:
-            return container, isinstance(op, ast.Is) != negated
+            get = looked_up[left.id]
+        if get is not None:
+            return get.func.value, _first_arg(get), isinstance(op, ast.Is) != negated  # type: ignore[attr-defined]
     return None
+
+
+def _first_arg(call: ast.Call) -> ast.AST | None:
+    return call.args[0] if call.args else None
 
 
 def _absent_test(test: ast.AST, optional: set[str], params: set[str]) -> tuple[str, str, bool] | None:

@@ -35,8 +35,7 @@ from graphcheck.config import (
     DEFAULT_UNCAPTURED,
 )
 from graphcheck.findings import Finding, Severity
-from graphcheck.lint import capture_sites
-from graphcheck.lint import callers
+from graphcheck.lint import callers, capture_sites
 from graphcheck.lint.closures import ModuleFacts
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, is_builtin, is_cpu_device
@@ -336,7 +335,7 @@ class _FunctionChecker:
             return  # guarded by `if not torch.cuda.is_current_stream_capturing():` or a debug flag
         origin = evidence.pop("_origin", None)
         if "_severity" not in evidence and rules.get(code).severity == "error":
-            cold = self.cold_path(node.lineno)  # type: ignore[attr-defined]
+            cold = self.cold_path(node.lineno, node.col_offset)  # type: ignore[attr-defined]
             if cold is not None:
                 why, kind, mild = cold
                 message += f"; {why}"
@@ -352,17 +351,17 @@ class _FunctionChecker:
         if index is not None and isinstance(origin, ast.AST):
             self._derived.append((index, origin.lineno))  # type: ignore[attr-defined]
 
-    def cold_path(self, line: int) -> tuple[str, str, bool] | None:
+    def cold_path(self, line: int, col: int) -> tuple[str, str, bool] | None:
         """(why, kind, milder) when ``line`` runs only on a first use or without an optional argument:
         a cached body, a cache-miss block, a function called only on a cache miss, an ``if p is None:``
         fallback. The fallback stays an error when a caller the project knows omits ``p`` (or passes None)."""
-        first = self.facts.first_use_at(line)
+        first = self.facts.first_use_at(line, col)
         if first is not None:
             return f"it runs only {first.why}", "cache miss", True
         cold = (self.linter.context or {}).get("cold", {}).get(self.info.qualname)
         if cold:
             return f"it {cold}", "cache miss", True
-        optional = self.facts.optional_at(line)
+        optional = self.facts.optional_at(line, col)
         if optional is None:
             return None
         param = optional.param

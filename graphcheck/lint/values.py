@@ -341,13 +341,13 @@ class FunctionFacts:
     def off_capture_path(self, line: int) -> bool:
         return any(start <= line <= end for start, end in self.off_capture)
 
-    def first_use_at(self, line: int) -> Cold | None:
-        """The innermost first-use (cached) range holding ``line``, or None."""
-        return _innermost(self.first_use, line)
+    def first_use_at(self, line: int, col: int = 0) -> Cold | None:
+        """The innermost first-use (cached) range holding ``line``/``col``, or None."""
+        return _innermost(self.first_use, line, col)
 
-    def optional_at(self, line: int) -> Cold | None:
-        """The innermost optional-argument fallback holding ``line``, or None."""
-        return _innermost(self.optional, line)
+    def optional_at(self, line: int, col: int = 0) -> Cold | None:
+        """The innermost optional-argument fallback holding ``line``/``col``, or None."""
+        return _innermost(self.optional, line, col)
 
     # -- host values ---------------------------------------------------------
 
@@ -877,10 +877,10 @@ def _exits(block: list[ast.stmt]) -> bool:
 _CONTAINER_ANNOTATION = re.compile(r"^(typing\.)?(List|list|Tuple|tuple|Sequence|Dict|dict|Iterable|Mapping|Set|set)\[")
 
 
-def _innermost(ranges: list[Cold], line: int) -> Cold | None:
+def _innermost(ranges: list[Cold], line: int, col: int) -> Cold | None:
     best = None
     for cold in ranges:
-        if cold.start <= line <= cold.end and (best is None or cold.end - cold.start <= best.end - best.start):
+        if cold.holds(line, col) and (best is None or cold.end - cold.start <= best.end - best.start):
             best = cold
     return best
 

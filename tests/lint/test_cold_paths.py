@@ -206,3 +206,45 @@ def test_a_caller_that_omits_the_optional_argument_keeps_the_error(tmp_path):
     loud = found(make(tmp_path / "b", files))
     assert [(line, c, s) for _, line, c, s, _ in loud] == [(11, "GC101", "error")]
     assert "as `prefill` (engine.py:" in loud[0][4]
+
+
+def test_a_cache_keyed_on_a_tensors_version_misses_again_at_capture():
+    loud = lint('''
+        _LENGTHS_CACHE = {}
+
+        def all_equal(x, lengths: torch.Tensor, value):
+            key = (lengths.data_ptr(), getattr(lengths, "_version", None), value)
+            hit = _LENGTHS_CACHE.get(key)
+            if hit is None:
+                hit = bool((lengths.cpu() == value).all())
+                _LENGTHS_CACHE[key] = hit
+            kern[(1,)](x, hit, BLOCK=64)
+    ''')
+    assert ("GC104", "error") in [(c, s) for c, s, _, _ in loud]
+    quiet = lint('''
+        _LENGTHS_CACHE = {}
+
+        def all_equal(x, lengths: torch.Tensor, value):
+            key = (lengths.data_ptr(), lengths.shape[0], value)
+            hit = _LENGTHS_CACHE.get(key)
+            if hit is None:
+                hit = bool((lengths.cpu() == value).all())
+                _LENGTHS_CACHE[key] = hit
+            kern[(1,)](x, hit, BLOCK=64)
+    ''')
+    assert [(c, s) for c, s, _, _ in quiet if c == "GC104"] == [("GC104", "warning")]
+
+
+def test_only_the_fallback_arm_of_a_one_line_conditional_is_cold():
+    loud = lint('''
+        def attn(q: torch.Tensor, max_seqlen: Optional[torch.Tensor] = None):
+            n = q.size(1) if max_seqlen is None else max_seqlen.item()
+            kern[(1,)](q, n, BLOCK=64)
+    ''')
+    assert [(c, s) for c, s, _, _ in loud if c == "GC101"] == [("GC101", "error")]  # runs when it is given
+    quiet = lint('''
+        def attn(q: torch.Tensor, lens: torch.Tensor, max_seqlen: Optional[int] = None):
+            n = max_seqlen if max_seqlen is not None else lens.max().item()
+            kern[(1,)](q, n, BLOCK=64)
+    ''')
+    assert [(c, s) for c, s, _, _ in quiet if c == "GC101"] == [("GC101", "warning")]
