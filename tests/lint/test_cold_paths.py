@@ -50,7 +50,7 @@ def found(root: Path):
 def test_any_cache_decorator_makes_the_body_first_use_work():
     got = lint('''
         @tensor_cache
-        def chunk_ids(x, offsets: torch.Tensor):
+        def segment_ids(x, offsets: torch.Tensor):
             ids = offsets.tolist()
             kern[(1,)](x, 1, BLOCK=64)
             return ids
@@ -59,7 +59,7 @@ def test_any_cache_decorator_makes_the_body_first_use_work():
     assert "`@tensor_cache` misses, once per key" in got[0][3]
     loud = lint('''
         @tensor_stats
-        def chunk_ids(x, offsets: torch.Tensor):
+        def segment_ids(x, offsets: torch.Tensor):
             ids = offsets.tolist()
             kern[(1,)](x, 1, BLOCK=64)
             return ids
