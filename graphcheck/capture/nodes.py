@@ -9,6 +9,7 @@ names) and the escaped-kernel comparison, so it is tested on the CPU.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -50,6 +51,7 @@ def _parse_source_name(text: str, pos: int) -> tuple[str, int] | None:
     return text[start:start + length], start + length
 
 
+@functools.lru_cache(maxsize=4096)
 def base_kernel_name(name: str) -> str:
     """The bare function name of a kernel, comparable across spellings.
 
@@ -184,7 +186,23 @@ def _as_int(handle: Any) -> int:
         return int(handle.getPtr())
 
 
+_KINDS: dict[Any, str] = {}
+
+
 def _kind(node_type: Any) -> str:
+    try:
+        return _KINDS[node_type]
+    except (KeyError, TypeError):
+        pass
+    kind = _kind_of(node_type)
+    try:
+        _KINDS[node_type] = kind
+    except TypeError:
+        pass
+    return kind
+
+
+def _kind_of(node_type: Any) -> str:
     raw = getattr(node_type, "name", None) or str(node_type)
     raw = raw.rsplit(".", 1)[-1]
     for prefix in ("cudaGraphNodeType", "CU_GRAPH_NODE_TYPE_"):
@@ -200,6 +218,10 @@ def _decode(name: Any) -> str:
     return str(name)
 
 
+#: CUfunction handle -> kernel name (a loaded function keeps its handle and name while its module is loaded)
+_FUNC_NAMES: dict[int, str] = {}
+
+
 def _kernel_node(runtime: Any, driver: Any, node: Any) -> GraphNode:
     name = ""
     grid = block = None
@@ -211,8 +233,11 @@ def _kernel_node(runtime: Any, driver: Any, node: Any) -> GraphNode:
         block = (int(params.blockDimX), int(params.blockDimY), int(params.blockDimZ))
         smem = int(params.sharedMemBytes)
         func = getattr(params, "func", None)
-        if func is not None and _as_int(func):
-            name = _decode(_unwrap("cuFuncGetName", driver.cuFuncGetName(func)))
+        handle = _as_int(func) if func is not None else 0
+        if handle:
+            name = _FUNC_NAMES.get(handle) or ""
+            if not name:
+                name = _FUNC_NAMES[handle] = _decode(_unwrap("cuFuncGetName", driver.cuFuncGetName(func)))
         kern = getattr(params, "kern", None)
         if not name and kern is not None and _as_int(kern) and hasattr(driver, "cuKernelGetName"):
             name = _decode(_unwrap("cuKernelGetName", driver.cuKernelGetName(kern)))

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from typing import Any
 
 from graphcheck.trace import patches
-from graphcheck.trace.frames import Location, is_user_file
+from graphcheck.trace.frames import Location, is_user_file, user_location
 from graphcheck.trace.recorder import _LIFT, Launch, Recorder
+from graphcheck.trace.syncops import WATCHED_OPS, op_name
 
 _GRAPHCHECK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 STACK_DEPTH = 8
@@ -85,6 +87,9 @@ def tensor_meta(tensor: Any) -> dict[str, Any]:
 
 
 _MODE_CLASS: Any = None
+#: id(OpOverload) -> (the OpOverload, its name, whether the recorder looks at it one by one: its name is
+#: in WATCHED_OPS); per process. Keyed by id: an OpOverload hashes in Python, a dict lookup by it costs a call
+_OP_INFO: dict[int, tuple[Any, str, bool]] = {}
 #: most ops that a stream watch notes are kept; past this many only the first are
 FOREIGN_LIMIT = 64
 
@@ -110,11 +115,25 @@ def _mode_class() -> Any:
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             recorder = self.recorder
-            if patches.quiet_depth() or not recorder.active:
+            if not recorder.active or patches.quiet_depth():
                 return func(*args, **kwargs)
-            event = recorder._op(func, args, kwargs, sys._getframe(1))
+            info = _OP_INFO.get(id(func))
+            if info is None or info[0] is not func:
+                name = op_name(func)
+                info = _OP_INFO[id(func)] = (func, name, name in WATCHED_OPS)
+            counts = recorder.op_counts
+            counts[info[1]] = counts.get(info[1], 0) + 1
+            watched = info[2]
+            # only ops that can be a finding (syncs, copies, host-tensor lifts) are looked at one by one:
+            # their user frame is walked and their event kept; any other op is counted
+            event = recorder._op(func, args, kwargs, sys._getframe(1)) if watched else None
             if recorder.watch_stream is not None:
-                recorder._watch(func, event)
+                try:
+                    elsewhere = recorder._read_stream(recorder._device_index) != recorder.watch_stream
+                except Exception:
+                    elsewhere = False
+                if elsewhere:
+                    recorder._watch(func, event, sys._getframe(1))
             out = func(*args, **kwargs)
             if event is not None and event.op in _LIFT:
                 recorder._fresh.append((out, event))
@@ -146,6 +165,8 @@ class CaptureRecorder(Recorder):
         self.watch_streams = watch_streams
         self.watch_stream: int | None = None
         self.foreign: list[Any] = []
+        #: op name (``aten::mm``) -> times dispatched (every op; only watched ones also get an event)
+        self.op_counts: dict[str, int] = {}
         self._device_index = 0
         self._read_stream: Any = None
 
@@ -165,14 +186,13 @@ class CaptureRecorder(Recorder):
         super().__enter__()
         return self
 
-    def _watch(self, func: Any, event: Any) -> None:
+    def _watch(self, func: Any, event: Any, frame: Any) -> None:
+        """Note an op dispatched on a stream other than the capturing one (the caller checked)."""
         if len(self.foreign) >= FOREIGN_LIMIT:
             return
         try:
             stream = int(self._read_stream(self._device_index))
         except Exception:
-            return
-        if stream == self.watch_stream:
             return
         from graphcheck.capture.watch import StreamOp
 
@@ -182,8 +202,12 @@ class CaptureRecorder(Recorder):
             capturing = bool(torch.cuda.is_current_stream_capturing())
         except Exception:
             capturing = False
-        loc = Location(event.path, event.line, event.function) if event is not None else Location("<unknown>", 0, None)
+        loc = Location(event.path, event.line, event.function) if event is not None else user_location(frame)
         self.foreign.append(StreamOp(str(func), stream, capturing, loc))
+
+    def op_names(self) -> Counter:
+        """How many times each op (``aten::mm``) was dispatched."""
+        return Counter(self.op_counts)
 
     def _launch(self, plan: dict, loc: Location) -> Launch:
         launch = super()._launch(plan, loc)

@@ -178,7 +178,7 @@ class Session:
                     record.notes.append(f"leaving {type(mode).__name__} failed: {type(exc).__name__}: {exc}")
         if recorder is not None:
             record.launches = list(recorder.launches)
-            record.ops = Counter(e.op for e in recorder.events)
+            record.ops = recorder.op_names()
             record.syncs = list(recorder.sync_events)
         if watch is not None:
             record.foreign_ops = list(getattr(watch, "foreign", []))

@@ -104,9 +104,20 @@ def _plain(value: Any) -> Any:
     return repr(value)
 
 
+_SIGNATURES: dict[Any, tuple[Any, inspect.Signature]] = {}
+
+
+def _signature(fn: Any) -> inspect.Signature:
+    """``inspect.signature(fn)``, kept per kernel function (it costs tens of microseconds per launch)."""
+    entry = _SIGNATURES.get(id(fn))
+    if entry is None or entry[0] is not fn:
+        entry = _SIGNATURES[id(fn)] = (fn, inspect.signature(fn))
+    return entry[1]
+
+
 def describe(fn: Any, args: tuple, kwargs: dict, grid: Any) -> dict[str, Any]:
     """Kernel name, resolved grid, constexprs, scalars and tensor arguments of one launch."""
-    sig = inspect.signature(fn)
+    sig = _signature(fn)
     params = sig.parameters
     call_kwargs = {k: v for k, v in kwargs.items() if k in params}
     bound = sig.bind_partial(*args[: len(params)], **call_kwargs)

@@ -39,6 +39,16 @@ _CONVERT = re.compile(r"(?<![\w.])(int|float|bool|complex)\s*\(")
 _TRUTHY = re.compile(r"\b(if|elif|while|assert|and|or|not)\b|(?<![\w.])(max|min|sum|any|all|sorted)\s*\(")
 
 
+#: every op :func:`classify` can give a rule code, and the copies and host-tensor lifts the
+#: recorder follows (a host tensor copied to the device, GC301): the ops a recorder must look at
+#: one by one. Any other op is only counted.
+COPY_OPS = frozenset({"aten::_to_copy", "aten::to", "aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize"})
+LIFT_OPS = frozenset({"aten::lift_fresh", "aten::lift_fresh_copy", "aten::lift"})
+WATCHED_OPS = frozenset(
+    {"aten::_local_scalar_dense", "aten::index", "aten::repeat_interleave"}
+    | set(_BY_NAME) | set(_OTHER_SYNC) | COPY_OPS | LIFT_OPS)
+
+
 def op_name(func: Any) -> str:
     """``aten::nonzero`` style name of an OpOverload (without the overload)."""
     schema = getattr(func, "_schema", None)
