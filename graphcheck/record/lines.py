@@ -64,13 +64,21 @@ _CO_NEWLOCALS = 0x02  # set on function code objects; module and class bodies la
 _IMPORT_DEPTH = 64
 
 
-def _importing(frame: Any) -> bool:
-    """Whether ``frame`` runs inside an import (importlib's frames are on the stack)."""
+def _importing(frame: Any, checked: Any = ()) -> bool:
+    """Whether ``frame`` runs inside an import (importlib's frames are on the stack).
+
+    The walk stops at a frame of a code object in ``checked``: functions found, while they
+    were starting, to run outside any import, so nothing above their frames is an import. An
+    engine's functions mostly call one another, so the walk is a few frames, not the whole stack.
+    """
     f = frame
     for _ in range(_IMPORT_DEPTH):
         if f is None:
             return False
-        if f.f_code.co_filename.startswith("<frozen importlib"):
+        code = f.f_code
+        if code in checked:
+            return False
+        if code.co_filename.startswith("<frozen importlib"):
             return True
         f = f.f_back
     return False
@@ -98,6 +106,7 @@ class LineCollector:
         self.backend = backend or ("monitoring" if hasattr(sys, "monitoring") else "settrace")
         self._tool: int | None = None
         self._code_lines: dict[Any, set[int]] = {}  # code object -> lines hit in this capture
+        self._outside_imports: set[Any] = set()  # functions started in this capture outside any import
         self._saved_trace: Any = None
         self._active = False
 
@@ -201,8 +210,9 @@ class LineCollector:
                 return None
             if not is_call_target(code):
                 return disable
-            if _importing(sys._getframe(1)):
+            if _importing(sys._getframe(1), self._outside_imports):
                 return None  # called by an import during capture: not capture work; look again next call
+            self._outside_imports.add(code)
             self._code_lines[code] = set()
             mon.set_local_events(tool, code, line_event)
             return None
@@ -244,6 +254,7 @@ class LineCollector:
             return
         mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+, used only where it exists
         self._code_lines = {}
+        self._outside_imports = set()
         for f in stack:
             self._code_lines[f.f_code] = {f.f_lineno}
             mon.set_local_events(self._tool, f.f_code, mon.events.LINE)

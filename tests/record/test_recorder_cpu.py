@@ -120,6 +120,24 @@ def test_code_run_by_an_import_during_capture_is_not_recorded(backend, tmp_path,
     assert not names & {"at_import", "Table", "<module>"}
 
 
+def test_the_import_walk_stops_at_a_function_known_to_run_outside_imports():
+    from graphcheck.record import lines
+
+    namespace: dict = {}
+    exec(compile("def load(fn):\n    return fn()\n", "<frozen importlib._bootstrap>", "exec"), namespace)
+
+    def inner():
+        frame = sys._getframe()
+        return lines._importing(frame), lines._importing(frame, {middle.__code__})
+
+    def middle():
+        return inner()
+
+    # inner <- middle <- importlib's load: under an import, unless middle is known to run outside one
+    assert namespace["load"](middle) == (True, False)
+    assert middle() == (False, False)
+
+
 def test_helper_libraries_and_the_standard_library_are_not_engine_code():
     assert not is_engine_file(json.__file__)
     assert not is_engine_file("/x/lib/python3.12/site-packages/sympy/core/add.py")
