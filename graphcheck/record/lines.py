@@ -10,8 +10,15 @@ turns itself off for good (``DISABLE``) on library code, module and class
 bodies at their first call, and stays on for the engine's functions, whose
 calls it counts only while a capture is active (one dictionary lookup
 otherwise). ``LINE`` events are switched on per code object, only on engine
-functions that ran in the current capture, each line disabled after its first
-hit and all of them switched off again at capture end. Before 3.12 it falls
+functions from the first capture they run in, each line disabled after its
+first hit, in a capture or outside one, and left on: re-instrumenting a
+function per capture cost more than the rest of the collection. A capture thus
+reports a function with the lines first hit in it (the map keeps each
+function's lines over all captures, and which captures ran it). A function in
+which a line not yet seen ran between captures is switched off and on at its
+next capture, which re-enables its lines. Whether a function started inside an
+import is found by walking its callers only up to one already found to run
+outside imports. Before 3.12 it falls
 back to ``sys.settrace`` with a local tracer on user frames only, installed
 per capture.
 
@@ -107,6 +114,10 @@ class LineCollector:
         self._tool: int | None = None
         self._code_lines: dict[Any, set[int]] = {}  # code object -> lines hit in this capture
         self._outside_imports: set[Any] = set()  # functions started in this capture outside any import
+        #: code object -> lines hit in any capture so far; its LINE events stay on from its first capture on
+        self._seen: dict[Any, set[int]] = {}
+        #: armed codes in which a line not yet seen ran outside capture (and was disabled there)
+        self._dirty: set[Any] = set()
         self._saved_trace: Any = None
         self._active = False
 
@@ -127,7 +138,11 @@ class LineCollector:
             self.hits[key] = set()
 
     def take(self) -> dict[FunctionKey, set[int]]:
-        """What was collected since the last take (the collector keeps running)."""
+        """What was collected since the last take (the collector keeps running).
+
+        With ``sys.monitoring``, the functions that ran and the lines first hit since then: a line
+        hit in an earlier capture is not reported again (callers keep the union).
+        """
         self._flush_code_lines()
         hits, self.hits = self.hits, {}
         return hits
@@ -214,13 +229,17 @@ class LineCollector:
                 return None  # called by an import during capture: not capture work; look again next call
             self._outside_imports.add(code)
             self._code_lines[code] = set()
-            mon.set_local_events(tool, code, line_event)
+            self._arm(code)
             return None
 
         def on_line(code: Any, line: int) -> Any:
             lines = self._code_lines.get(code)
             if lines is None:
                 if not self._active:
+                    # outside capture: off until the function's next capture, which re-arms it if the line is new
+                    seen = self._seen.get(code)
+                    if seen is not None and line not in seen:
+                        self._dirty.add(code)
                     return disable
                 lines = self._code_lines[code] = set()
             lines.add(line)
@@ -241,6 +260,9 @@ class LineCollector:
         if _monitoring_owner is self:
             _monitoring_owner = None
         try:
+            for code in self._seen:
+                mon.set_local_events(tool, code, 0)
+            self._seen, self._dirty = {}, set()
             mon.set_events(tool, 0)
             mon.register_callback(tool, mon.events.PY_START, None)
             mon.register_callback(tool, mon.events.LINE, None)
@@ -252,23 +274,42 @@ class LineCollector:
             self.backend = "settrace"
             self._start_settrace(stack)
             return
-        mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+, used only where it exists
         self._code_lines = {}
         self._outside_imports = set()
         for f in stack:
             self._code_lines[f.f_code] = {f.f_lineno}
-            mon.set_local_events(self._tool, f.f_code, mon.events.LINE)
+            self._arm(f.f_code)
+
+    def _arm(self, code: Any) -> None:
+        """LINE events on for a function starting in a capture.
+
+        Switching a function's events re-instruments it, so they are switched on at its first
+        capture and left on: each line is disabled after its first hit, in a capture or not. A line
+        hit in an earlier capture has nothing more to show (the map keeps a function's lines over
+        all captures). Only a function in which a line not yet seen ran outside capture (where it
+        was disabled too) is switched off and on again, which re-enables its lines, so that the
+        line is seen if this capture runs it.
+        """
+        mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+, used only where it exists
+        if code not in self._seen:
+            self._seen[code] = set()
+        elif code in self._dirty:
+            self._dirty.discard(code)
+            mon.set_local_events(self._tool, code, 0)
+        else:
+            return
+        mon.set_local_events(self._tool, code, mon.events.LINE)
 
     def _stop_monitoring(self) -> None:
         tool = self._tool
         if tool is None:
             self._stop_settrace()
             return
-        for code in self._code_lines:  # lines off again outside capture (and re-armed at the next one)
-            try:
-                sys.monitoring.set_local_events(tool, code, 0)  # type: ignore[attr-defined]
-            except Exception:
-                pass
+        for code, lines in self._code_lines.items():  # their lines stay on, each disabled once hit: see _arm
+            seen = self._seen.get(code)
+            if seen is None:
+                seen = self._seen[code] = set()
+            seen |= lines
         self._flush_code_lines()
 
     # -- sys.settrace (before 3.12) -----------------------------------------

@@ -51,13 +51,14 @@ def test_each_capture_records_the_functions_and_lines_that_ran_in_it():
     try:
         first = branchy.__code__.co_firstlineno
         one = _capture(collector, caller, 1)
-        two = _capture(collector, caller, -1)  # the other branch: lines are armed again for every capture
+        two = _capture(collector, caller, -1)  # the other branch
         three = _capture(collector, only_second, 2)
     finally:
         collector.close()
     assert {"caller", "branchy"} <= _names(one) and "only_second" not in _names(one)
     assert _lines(one, "branchy") == {first + 1, first + 2}
-    assert _lines(two, "branchy") == {first + 1, first + 3}
+    assert {"caller", "branchy"} <= _names(two)  # both ran in capture two; only the line new there is reported
+    assert _lines(two, "branchy") == {first + 3} and _lines(two, "caller") == set()
     assert "only_second" in _names(three) and "branchy" not in _names(three)
     assert not any("json" in key[0] for hits in (one, two, three) for key in hits)
 
@@ -94,3 +95,32 @@ def test_a_collector_left_open_is_closed_by_the_next_one():
         fresh.close()
     assert stale._tool is None and fresh.backend == "monitoring"
     assert {"caller", "branchy"} <= _names(hits)
+
+
+def test_lines_stay_on_between_captures_and_are_switched_off_at_close():
+    collector = LineCollector(backend="monitoring")
+    line = sys.monitoring.events.LINE
+    try:
+        _capture(collector, caller, 1)
+        tool = collector._tool
+        assert sys.monitoring.get_local_events(tool, branchy.__code__) == line  # not switched per capture
+        assert sys.monitoring.get_local_events(tool, only_second.__code__) == 0  # never ran in a capture
+    finally:
+        collector.close()
+    assert sys.monitoring.get_local_events(tool, branchy.__code__) == 0 and collector._seen == {}
+
+
+def test_a_new_line_that_ran_between_captures_is_seen_when_a_capture_runs_it():
+    collector = LineCollector(backend="monitoring")
+    try:
+        first = branchy.__code__.co_firstlineno
+        _capture(collector, caller, 1)
+        branchy(-1)  # `return x - 1` runs outside capture: disabled there, not recorded
+        assert collector.take() == {} and branchy.__code__ in collector._dirty
+        two = _capture(collector, caller, -1)
+        three = _capture(collector, caller, 1)
+    finally:
+        collector.close()
+    assert first + 3 in _lines(two, "branchy")
+    # capture two's re-arming re-enabled `return x + 1` too, which capture three hits again: a known line
+    assert "branchy" in _names(three) and _lines(three, "branchy") == {first + 2}
