@@ -104,32 +104,59 @@ def _plain(value: Any) -> Any:
     return repr(value)
 
 
-_SIGNATURES: dict[Any, tuple[Any, inspect.Signature]] = {}
+class _Params:
+    """What ``describe`` needs of a kernel function's signature, worked out once per function."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.signature = inspect.signature(fn)
+        params = self.signature.parameters
+        self.names = tuple(params)
+        self.constexpr = {name: _is_constexpr_annotation(p.annotation) for name, p in params.items()}
+        self.defaults = {name: p.default for name, p in params.items() if p.default is not inspect.Parameter.empty}
+        #: plain positional-or-keyword parameters only: binding is zipping names with values
+        self.simple = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params.values())
+
+    def bind(self, args: tuple, call_kwargs: dict) -> dict[str, Any]:
+        """``bind_partial(*args, **call_kwargs)`` then ``apply_defaults()``, as a dict in signature order."""
+        names = self.names
+        args = args[: len(names)]
+        if not self.simple or any(name in call_kwargs for name in names[: len(args)]):
+            bound = self.signature.bind_partial(*args, **call_kwargs)  # raises as inspect does
+            bound.apply_defaults()
+            return dict(bound.arguments)
+        meta = dict(zip(names, args))
+        for name in names[len(args):]:
+            if name in call_kwargs:
+                meta[name] = call_kwargs[name]
+            elif name in self.defaults:
+                meta[name] = self.defaults[name]
+        return meta
 
 
-def _signature(fn: Any) -> inspect.Signature:
-    """``inspect.signature(fn)``, kept per kernel function (it costs tens of microseconds per launch)."""
-    entry = _SIGNATURES.get(id(fn))
-    if entry is None or entry[0] is not fn:
-        entry = _SIGNATURES[id(fn)] = (fn, inspect.signature(fn))
-    return entry[1]
+_PARAMS: dict[int, _Params] = {}
+
+
+def _params(fn: Any) -> _Params:
+    """The kernel function's :class:`_Params` (inspecting a signature costs tens of microseconds a launch)."""
+    entry = _PARAMS.get(id(fn))
+    if entry is None or entry.fn is not fn:
+        entry = _PARAMS[id(fn)] = _Params(fn)
+    return entry
 
 
 def describe(fn: Any, args: tuple, kwargs: dict, grid: Any) -> dict[str, Any]:
     """Kernel name, resolved grid, constexprs, scalars and tensor arguments of one launch."""
-    sig = _signature(fn)
-    params = sig.parameters
-    call_kwargs = {k: v for k, v in kwargs.items() if k in params}
-    bound = sig.bind_partial(*args[: len(params)], **call_kwargs)
-    bound.apply_defaults()
-    meta = dict(bound.arguments)
+    info = _params(fn)
+    constexpr = info.constexpr
+    meta = info.bind(args, {k: v for k, v in kwargs.items() if k in constexpr})
     constexprs: dict[str, Any] = {}
     scalars: dict[str, Any] = {}
     tensors: dict[str, Any] = {}
     for name, value in meta.items():
         if hasattr(value, "data_ptr") and callable(value.data_ptr):
             tensors[name] = value
-        elif _is_constexpr_annotation(params[name].annotation):
+        elif constexpr[name]:
             constexprs[name] = _plain(value)
         else:
             scalars[name] = _plain(value)
