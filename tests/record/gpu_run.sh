@@ -49,7 +49,7 @@ EOF
 mv -f engine-map.json broken-map.json "$out/" 2>/dev/null
 
 # overhead: this checkout, then the earlier one in the same process environment
-run overhead 60 python3 benchmarks/bench_record_overhead.py --rounds 5
+run overhead 60 python3 benchmarks/bench_record_overhead.py --rounds 7 --breakdown
 if [ -n "$before" ] && [ $((SECONDS - started)) -lt 130 ]; then
   run overhead-before 60 bash -c "python3 -m pip install -q --no-deps --no-build-isolation -e '$before' \
     && (cd / && python3 -c 'import graphcheck; print(\"graphcheck from\", graphcheck.__file__)') \
