@@ -950,7 +950,9 @@ class ProjectIndex:
     def counts(self) -> tuple[int, int]:
         """(functions in capture scope, functions skipped as not capture-reachable)."""
         total = sum(int(e[3] or 0) for e in self.entries.values())
-        in_scope = len(self.parent)
+        # a function that opens a capture region has code in scope, whatever reaches it
+        regions = sum(1 for d, (_, _, rec) in self.funcs.items() if rec.get("opens_capture") and d not in self.parent)
+        in_scope = len(self.parent) + regions
         skipped = max(0, total - in_scope - len(self.kernels))
         return in_scope, skipped
 
