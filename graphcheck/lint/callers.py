@@ -23,6 +23,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from graphcheck.lint.coldpaths import PREFILL
+
 # calls and methods whose result is a Python number
 _NUMBER_FUNCS = {"len", "int", "float", "round", "abs", "bool"}
 _NUMBER_QUALS = ("math.", "triton.cdiv", "triton.next_power_of_2", "cdiv", "next_power_of_2")
@@ -202,6 +204,14 @@ def _given(record: list[Any], fn: ast.FunctionDef | ast.AsyncFunctionDef, is_met
     return "-"
 
 
+def passing(info: Any, param: str, table: dict[str, list[list[Any]]]) -> str | None:
+    """A caller (as "`f` (file.py:12)") that passes ``param`` of function ``info`` (or may: ``*args``), or None."""
+    for record in table.get(info.qualname, ()):
+        if _given(record, info.node, info.is_method, param) != "-":
+            return record[0]
+    return None
+
+
 def omitting(info: Any, param: str, table: dict[str, list[list[Any]]]) -> str | None:
     """A caller (as "`f` (file.py:12)") that omits ``param`` of function ``info`` or passes None, or None."""
     for record in table.get(info.qualname, ()):
@@ -264,7 +274,10 @@ def cold_table(index: Any) -> dict[str, str]:
         return memo
     saved, index._missing = index._missing, set()
     warm: set[str] = set()
-    stack = list(index.roots)
+    # a kernel wrapper is a root by what it launches, but when every call of it the tree makes is on a cold
+    # path (a prefill branch), it is reached only through that path: it does not start warm
+    cold_only = _cold_only_roots(index)
+    stack = [root for root in index.roots if root not in cold_only]
     while stack:
         dotted = stack.pop()
         if dotted in warm or dotted not in index.funcs:
@@ -283,6 +296,10 @@ def cold_table(index: Any) -> dict[str, str]:
     for dotted in index.parent:
         if dotted in warm:
             continue
+        if dotted in cold_only:
+            caller, why = cold_only[dotted]
+            out[dotted] = f"runs only through `{index.funcs[caller][1]}`'s call {why}"
+            continue
         chain = index.chain(dotted)
         for caller, callee in zip(chain, chain[1:]):
             rec = index.funcs[caller][2]
@@ -293,6 +310,36 @@ def cold_table(index: Any) -> dict[str, str]:
     index._missing = saved
     index._cold_table = out
     return out
+
+
+# root reasons of kernel wrappers (a root by what it launches, not by how it is registered or captured)
+_LAUNCH_REASONS = ("launches ", "calls extension op", "compiles ")
+
+
+def _cold_only_roots(index: Any) -> dict[str, tuple[str, str]]:
+    """Kernel-wrapper roots that the tree calls, every call from a prefill branch -> (a caller, why). A wrapper
+    nothing in the tree calls is not here: outside callers may capture it."""
+    roots = {d for d, (reason, _guess) in index.roots.items()
+             if d not in index.forced and str(reason).startswith(_LAUNCH_REASONS)}
+    if not roots:
+        return {}
+    last = {d.rpartition(".")[2] for d in roots}
+    cold_calls: dict[str, tuple[str, str]] = {}
+    warm_called: set[str] = set()
+    for caller, (_module, _qual, rec) in index.funcs.items():
+        cold = dict(rec.get("cold", ()))
+        for callee in rec.get("calls", ()):
+            if callee.rpartition(".")[2] not in last:
+                continue
+            target = _function(index, callee)
+            if target not in roots or target == caller:
+                continue
+            why = cold.get(callee)
+            if why is not None and PREFILL in why:
+                cold_calls.setdefault(target, (caller, why))
+            else:
+                warm_called.add(target)
+    return {d: c for d, c in cold_calls.items() if d not in warm_called}
 
 
 def _function(index: Any, callee: str) -> str | None:

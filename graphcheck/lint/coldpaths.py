@@ -1,4 +1,4 @@
-"""Branches an engine does not run under capture: first-use work and optional-argument fallbacks.
+"""Branches an engine does not run under capture: first-use work, optional-argument fallbacks, prefill.
 
 Two shapes of code hold real syncs that captured serving never executes:
 
@@ -14,7 +14,17 @@ Two shapes of code hold real syncs that captured serving never executes:
   ``p = p or ...`` / ``p = ... if p is None else p``), where ``p`` is a
   parameter whose default is ``None``: it runs only when the caller omits ``p``.
   The same test on a field of a parameter (``if batch_info.max_len is None:``)
-  is a fallback for an optional field the caller fills.
+  is a fallback for an optional field the caller fills. Likewise the block
+  under ``if flag:`` where ``flag`` defaults to ``False`` (an opt-in the caller
+  must ask for, ``clean_logits=False``).
+
+- **prefill branch**: the block under a test that names a prefill flag
+  (``if has_prefill:``, ``if num_prefills > 0:``, ``if meta.prefill_metadata is
+  not None:``; the ``else`` of ``if not has_prefill:``) and names nothing about
+  decode. Engines capture decode steps; prefill runs eagerly (vLLM's full graphs
+  are decode-only and its attention and mamba layers are split out of the
+  piecewise ones). A function called only from such blocks is reached only
+  through prefill (``graphcheck.lint.callers.cold_table``).
 
 Findings there become warnings whose message says why; none is dropped. The
 optional-argument reason is checked against the callers the project index
@@ -88,14 +98,86 @@ def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence
     return out
 
 
+OPT_IN = "when the caller passes `{name}` (an opt-in flag, default False)"
+PREFILL = "a prefill branch (engines capture decode; prefill runs eagerly)"
+
+
+def prefill_ranges(nodes: Sequence[ast.AST]) -> list[Cold]:
+    """Blocks of a function (its nodes ``nodes``) that run only for prefill: under a test naming a prefill
+    flag and nothing about decode."""
+    out = []
+    for node in nodes:
+        if not isinstance(node, ast.If):
+            continue
+        on_true = _prefill_test(node.test)
+        if on_true is None:
+            continue
+        block = node.body if on_true else node.orelse
+        if block:
+            why = f"under `if {_text(node.test)}:` (line {node.lineno}), {PREFILL}"
+            out.append(Cold(block[0].lineno, _last_line(block), why))
+    return out
+
+
+def _prefill_test(test: ast.AST) -> bool | None:
+    """Whether the branch taken for prefill is the true one (True), the false one (False), or None when
+    ``test`` is not a prefill test. ``has_prefill``, ``n_prefills > 0``, ``m.prefill is not None``,
+    ``is_prefill()``, ``a and has_prefill`` (true arm only) and their ``not``."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    names = [n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(test)
+             if isinstance(n, (ast.Name, ast.Attribute))]
+    lowered = [n.lower() for n in names]
+    if any("decode" in n or "decoding" in n for n in lowered):
+        return None
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And) and not negated and any(_prefill_test(v) is True for v in test.values):
+            return True
+        return None
+    if isinstance(test, ast.Compare):
+        if len(test.ops) != 1 or not _prefill_name(test.left):
+            return None
+        op, right = test.ops[0], test.comparators[0]
+        if not isinstance(right, ast.Constant):
+            return None
+        present = ((isinstance(op, ast.IsNot) and right.value is None)
+                   or (isinstance(op, (ast.Gt, ast.NotEq)) and right.value == 0)
+                   or (isinstance(op, ast.GtE) and right.value == 1))
+        absent = ((isinstance(op, ast.Is) and right.value is None)
+                  or (isinstance(op, ast.Eq) and right.value == 0))
+        if present or absent:
+            return present != negated
+        return None
+    if isinstance(test, ast.Call) and not test.args and not test.keywords:
+        return (not negated) if _prefill_name(test.func) else None
+    if isinstance(test, (ast.Name, ast.Attribute)) and _prefill_name(test):
+        return not negated
+    if isinstance(test, ast.NamedExpr) and _prefill_name(test.target):
+        return not negated
+    return None
+
+
+def _prefill_name(node: ast.AST) -> bool:
+    """A name or attribute whose last part says prefill (``has_prefill``, ``num_prefills``, ``is_prefill``)."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return "prefill" in name.lower()
+
+
 def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST]) -> list[Cold]:
     """Line ranges of ``fn`` that run only when an optional parameter (default ``None``) is omitted, or an
     optional field of a parameter is unset."""
     optional = _none_defaults(fn)
     params = _all_params(fn)
+    flags = _false_defaults(fn)
     end = fn.end_lineno or fn.lineno
     out = []
     for node in nodes:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id in flags and node.body:
+            # `if clean: ...` with `clean=False`: an opt-in the caller must ask for
+            name = node.test.id
+            out.append(Cold(node.body[0].lineno, _last_line(node.body), OPT_IN.format(name=name), name))
+            continue
         if isinstance(node, ast.If):
             hit = _absent_test(node.test, optional, params)
             if hit is None:
@@ -247,6 +329,20 @@ def _absent_test(test: ast.AST, optional: set[str], params: set[str]) -> tuple[s
 
 
 # -- helpers -----------------------------------------------------------------------------------------
+
+
+def _false_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Parameters whose default is ``False``: opt-in flags."""
+    args = fn.args
+    out = set()
+    pos = args.posonlyargs + args.args
+    for arg, default in zip(pos[len(pos) - len(args.defaults):], args.defaults):
+        if isinstance(default, ast.Constant) and default.value is False:
+            out.add(arg.arg)
+    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults):
+        if isinstance(kw_default, ast.Constant) and kw_default.value is False:
+            out.add(arg.arg)
+    return out
 
 
 def _none_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:

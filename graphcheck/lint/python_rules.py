@@ -37,11 +37,13 @@ from graphcheck.config import (
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint import callers, capture_sites
 from graphcheck.lint.closures import ModuleFacts
+from graphcheck.lint.coldpaths import OPT_IN, PREFILL
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, is_builtin, is_cpu_device
 
 _TEXT_LIMIT = 60
-_COLD_KINDS = ("cache miss", "optional argument")  # evidence "path" of findings on paths capture does not run
+# evidence "path" of findings on paths capture does not run
+_COLD_KINDS = ("cache miss", "optional argument", "prefill branch")
 # a reach reason that names a capture site (the kernel's first call may be inside the capture)
 _CAPTURE_SITE = re.compile(r"torch\.cuda\.graph|capture_begin|make_graphed_callables|recorded")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -358,13 +360,21 @@ class _FunctionChecker:
         first = self.facts.first_use_at(line, col)
         if first is not None:
             return f"it runs only {first.why}", "cache miss", True
+        prefill = self.facts.prefill_at(line, col)
+        if prefill is not None:
+            return f"it runs only {prefill.why}", "prefill branch", True
         cold = (self.linter.context or {}).get("cold", {}).get(self.info.qualname)
         if cold:
-            return f"it {cold}", "cache miss", True
+            return f"it {cold}", "prefill branch" if PREFILL in cold else "cache miss", True
         optional = self.facts.optional_at(line, col)
         if optional is None:
             return None
         param = optional.param
+        if param is not None and optional.why == OPT_IN.format(name=param):
+            caller = callers.passing(self.info, param, (self.linter.context or {}).get("callers", {}))
+            if caller is not None:
+                return f"it runs when `{param}` is passed, as {caller} does", "optional argument", False
+            return f"it runs only {optional.why}; no caller in the tree does", "optional argument", True
         if param is not None and optional.why.startswith("when the caller omits"):
             caller = callers.omitting(self.info, param, (self.linter.context or {}).get("callers", {}))
             if caller is not None:

@@ -31,7 +31,7 @@ from typing import Any
 
 from graphcheck.lint import capture_sites
 from graphcheck.lint.callers import ArgCoder
-from graphcheck.lint.coldpaths import first_use_ranges
+from graphcheck.lint.coldpaths import first_use_ranges, prefill_ranges
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, generic_instantiation
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -178,7 +178,7 @@ class _Summarizer:
                                    if not isinstance(c.func, ast.Subscript)) if d]
             capture.append([f"{site} on line {region.line}", region.line, region.end, targets])
         args: list[list[Any]] = []
-        cold_ranges = first_use_ranges(info.node, info.own_nodes())
+        cold_ranges = first_use_ranges(info.node, info.own_nodes()) + prefill_ranges(info.own_nodes())
         cold: dict[str, str] = {}
         warm: set[str] = set()
         for node in info.own_nodes():

@@ -31,7 +31,7 @@ from typing import cast
 
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.aliases import Aliases
-from graphcheck.lint.coldpaths import Cold, first_use_ranges, optional_ranges
+from graphcheck.lint.coldpaths import Cold, first_use_ranges, optional_ranges, prefill_ranges
 from graphcheck.lint.scope import FuncInfo, ModuleIndex
 
 _MAX_DEPTH = 40
@@ -155,6 +155,7 @@ class FunctionFacts:
         # lines that run once per key (cached work) or only when an optional argument is omitted
         self.first_use = first_use_ranges(info.node, nodes)
         self.optional = optional_ranges(info.node, nodes)
+        self.prefill = prefill_ranges(nodes)
         called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
         for node in nodes:
             if isinstance(node, ast.Attribute) and node.attr in TENSOR_HINT_ATTRS and isinstance(node.value, ast.Name):
@@ -344,6 +345,10 @@ class FunctionFacts:
     def first_use_at(self, line: int, col: int = 0) -> Cold | None:
         """The innermost first-use (cached) range holding ``line``/``col``, or None."""
         return _innermost(self.first_use, line, col)
+
+    def prefill_at(self, line: int, col: int = 0) -> Cold | None:
+        """The innermost prefill branch holding ``line``/``col``, or None."""
+        return _innermost(self.prefill, line, col)
 
     def optional_at(self, line: int, col: int = 0) -> Cold | None:
         """The innermost optional-argument fallback holding ``line``/``col``, or None."""

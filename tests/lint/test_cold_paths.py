@@ -248,3 +248,101 @@ def test_only_the_fallback_arm_of_a_one_line_conditional_is_cold():
             kern[(1,)](q, n, BLOCK=64)
     ''')
     assert [(c, s) for c, s, _, _ in quiet if c == "GC101"] == [("GC101", "warning")]
+
+
+# -- prefill branches ------------------------------------------------------------------------------------
+
+
+def test_a_sync_under_a_prefill_test_is_a_warning_that_says_so():
+    got = lint('''
+        def mixer(x, meta, has_prefill: bool):
+            if has_prefill:
+                n = meta.lengths.sum().item()
+            kern[(1,)](x, 1, BLOCK=64)
+    ''')
+    assert [(c, s) for c, s, _, _ in got] == [("GC101", "warning")]
+    assert "under `if has_prefill:` (line" in got[0][3] and "a prefill branch" in got[0][3]
+    for test in ("num_prefills > 0", "meta.prefill_metadata is not None", "meta.is_prefill()"):
+        got = lint(f'''
+            def mixer(x, meta, num_prefills):
+                if {test}:
+                    n = meta.lengths.sum().item()
+                kern[(1,)](x, 1, BLOCK=64)
+        ''')
+        assert [(c, s) for c, s, _, _ in got] == [("GC101", "warning")], test
+    # the decode arm of the same test, a test naming decode too, and a test about something else stay errors
+    for body in ("if not has_prefill:\n        n = meta.lengths.sum().item()",
+                 "if has_prefill and has_decode:\n        n = meta.lengths.sum().item()",
+                 "if num_prefills == 0:\n        n = meta.lengths.sum().item()",
+                 "if has_prefill:\n        pass\n    else:\n        n = meta.lengths.sum().item()",
+                 "if use_fp8:\n        n = meta.lengths.sum().item()"):
+        loud = lint("def mixer(x, meta, has_prefill, has_decode, num_prefills, use_fp8):\n    " + body
+                    + "\n    kern[(1,)](x, 1, BLOCK=64)\n")
+        assert [(c, s) for c, s, _, _ in loud] == [("GC101", "error")], body
+
+
+def test_a_kernel_wrapper_called_only_under_prefill_tests_is_reached_only_through_prefill(tmp_path):
+    files = {"p/__init__.py": "", "p/conv.py": """\
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def kern(x_ptr, n, BLOCK: tl.constexpr):
+            pass
+
+        def conv_fn(x, lengths):
+            seqlens = lengths.to("cpu")
+            kern[(1,)](x, 1, BLOCK=64)
+    """, "p/mixer.py": """\
+        import torch
+
+        from p.conv import conv_fn
+
+        class Mixer(torch.nn.Module):
+            def forward(self, x, lengths, has_prefill):
+                if has_prefill:
+                    conv_fn(x, lengths)
+    """}
+    got = [row for row in found(make(tmp_path / "a", files)) if row[2] == "GC104"]
+    assert [(n, line, c, s) for n, line, c, s, _ in got] == [("conv.py", 10, "GC104", "warning")]
+    assert "only through `Mixer.forward`'s call under `if has_prefill:`" in got[0][4]
+    # one call outside the prefill test (a decode path that calls it too) keeps the error
+    files["p/mixer.py"] += "            return conv_fn(x, lengths)\n"
+    loud = [row for row in found(make(tmp_path / "b", files)) if row[2] == "GC104"]
+    assert [(n, line, c, s) for n, line, c, s, _ in loud] == [("conv.py", 10, "GC104", "error")]
+
+
+# -- opt-in flags ----------------------------------------------------------------------------------------
+
+
+def test_a_sync_under_an_opt_in_flag_is_a_warning_unless_a_caller_passes_it(tmp_path):
+    got = lint('''
+        def logits(x, lens, clean: bool = False):
+            kern[(1,)](x, 1, BLOCK=64)
+            if clean:
+                for b in range(4):
+                    n = lens[b].item()
+    ''')
+    assert [(c, s) for c, s, _, _ in got] == [("GC101", "warning")]
+    assert "when the caller passes `clean` (an opt-in flag, default False); no caller in the tree does" in got[0][3]
+    loud = lint('''
+        def logits(x, lens, clean: bool = True):
+            kern[(1,)](x, 1, BLOCK=64)
+            if clean:
+                n = lens[0].item()
+    ''')
+    assert [(c, s) for c, s, _, _ in loud] == [("GC101", "error")]  # on by default: the normal path
+    files = {"p/__init__.py": "", "p/ops.py": KERNEL + textwrap.dedent('''
+        def logits(x, lens, clean: bool = False):
+            kern[(1,)](x, 1, BLOCK=64)
+            if clean:
+                n = lens[0].item()
+
+        def decode(x, lens):
+            return logits(x, lens, clean=True)
+    ''')}
+    called = [row for row in found(make(tmp_path, files)) if row[2] == "GC101"]
+    assert [(c, s) for _, _, c, s, _ in called] == [("GC101", "error")]
+    assert "it runs when `clean` is passed, as `decode`" in called[0][4]
+
