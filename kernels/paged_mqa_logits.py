@@ -39,6 +39,7 @@ class PagedConfig:
     pdl: bool = False  # programmatic dependent launch (graphcheck.kernels._pdl); ignored where unsupported
     rows_first: bool = False  # row tiles on the grid's fastest axis: a request's row programs run side by side
     fill_first: bool = False  # the -inf fill past the last tile before the key loop instead of after it
+    maxnreg: int = 0  # register cap per thread (0: the compiler's choice; sweeps only, run kernels-s4-1)
 
 
 #: programs per SM the key axis is split into, one query row per program (H200 sweep: 32-64 best)
@@ -80,6 +81,9 @@ def default_config(batch: int, next_n: int, heads: int, block_size: int, max_mod
         # with three stages (the previous default) and within 1% of the best variant, except
         # B=64 ctx 8k mml 16k (8 programs per SM 1.8% faster) and B=64 ctx 32k mml 64k (the -inf fill
         # before the key loop 1.8% faster; 10% slower on B=64 ctx 8k mml 111k, so it stays off).
+        # No register cap (PagedConfig.maxnreg): this program's sm_90 build takes 94 registers and 41.7 KB of
+        # shared memory (five programs per SM, bound by shared memory); a cap of 168 or 128 makes ptxas
+        # allocate 116 or 110 and was 1-3% slower on six of the seven next_n = 2 shapes (H200 run kernels-s4-1).
         return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=KEY_STAGES, split_rows=True,
                            pdl=pdl)
     # next_n 3-4 (not in the benchmark; unchanged since the 2026-11-29 sweeps): a dot per row over two
@@ -448,7 +452,9 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
     grid = (row_tiles, cfg.splits, batch) if rows_first else (batch, cfg.splits, row_tiles)
     q_arg = q if use_fp8 else q.view(torch.uint8)
     pdl = cfg.pdl and _pdl.supported(device)
-    extra = {"launch_pdl": True} if pdl else {}
+    extra: dict[str, Any] = {"launch_pdl": True} if pdl else {}
+    if cfg.maxnreg:
+        extra["maxnreg"] = cfg.maxnreg
     _paged_mqa_logits_kernel[grid](
         q_arg, kv_cache, weights, context_lens, block_tables, out,
         q.stride(0), q.stride(1), q.stride(2), q.stride(3),

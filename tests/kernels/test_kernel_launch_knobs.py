@@ -68,15 +68,36 @@ def test_fill_first_changes_nothing_but_the_store_order(case, clean):
     assert torch.equal(outs[0][written].view(torch.int32), outs[1][written].view(torch.int32))
 
 
+@pytest.mark.parametrize("clean", [True, False])
+def test_register_cap_changes_no_bit_of_the_result(clean):
+    # PagedConfig.maxnreg (the sweep's register cap); on a GPU the capped launch is a second binary
+    batch, next_n, heads, bs, mml, lengths = 2, 2, 16, 16, 90, [90, 37]
+    inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, 64, bs, mml, torch.tensor(lengths), seed=7,
+                                          device=DEVICE)
+    exp = mqa_check.paged_expected(inputs)
+    cfg = PagedConfig(rows=2, splits=2, num_stages=5, split_rows=True, fill_n=16)
+    outs = []
+    for cap in (0, 168):
+        out = torch.full((batch * next_n, mml), float("nan"), device=DEVICE)
+        fp8_paged_mqa_logits(**inputs, clean_logits=clean, out=out, config=dataclasses.replace(cfg, maxnreg=cap))
+        mqa_check.check(out, exp, cleaned=clean)
+        outs.append(out)
+    written = ~torch.isnan(outs[0])
+    assert torch.equal(written, ~torch.isnan(outs[1]))
+    assert torch.equal(outs[0][written].view(torch.int32), outs[1][written].view(torch.int32))
+
+
 def test_default_paged_configs_use_five_stages_and_both_rows_per_program_for_next_n_2():
     cpu = torch.device("cpu")
     one = paged_mqa_logits.default_config(64, 1, 64, 64, 16384, cpu, max_blocks=167)
     assert (one.rows, one.split_rows, one.num_stages, one.fill_first) == (1, False, 5, False)
     two = paged_mqa_logits.default_config(64, 2, 64, 64, 16384, cpu, max_blocks=167)
     assert (two.rows, two.split_rows, two.pair_blocks, two.num_stages, two.rows_first) == (2, True, False, 5, False)
+    # no register cap (three programs per SM at 168 were slower in run kernels-s4-1)
+    assert (two.maxnreg, one.maxnreg) == (0, 0)
     # H = 128 holds one row per program: the two row programs of a request side by side
     wide = paged_mqa_logits.default_config(64, 2, 128, 64, 16384, cpu, max_blocks=167)
-    assert (wide.rows, wide.num_stages, wide.rows_first) == (1, 5, True)
+    assert (wide.rows, wide.num_stages, wide.rows_first, wide.maxnreg) == (1, 5, True, 0)
     # next_n 3-4 (not measured in run kernels-s3-1) keep the pair launch with four stages
     four = paged_mqa_logits.default_config(64, 4, 64, 64, 16384, cpu, max_blocks=167)
     assert (four.rows, four.pair_blocks, four.num_stages) == (2, True, 4)
