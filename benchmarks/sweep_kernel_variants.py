@@ -1,20 +1,18 @@
 """Sweep of kernel variants against the shipped launch, each checked for correctness first.
 
 Decode (``fp8_paged_mqa_logits``) on every shape of ``bench_mqa_logits.py``:
-the shipped configuration, the default before run kernels-s3-1 (one row per
-program, three key-loop stages) and candidates selected by ``PagedConfig`` (the
--inf fill before the key loop; one row per program with five stages at 16 and 32
-programs per SM; for next_n = 2 both rows in one program, five stages, 8-32 per
-SM, fill first, pairs of blocks). Each candidate is checked against the float64
-oracle of ``tests/kernels/mqa_check.py`` on one shape per next_n and against the
-shipped kernel's output on every shape (same -inf mask, values to fp32
-rounding), outputs poisoned with NaN first.
+the shipped configuration (timed first and last) and, for next_n = 2,
+candidates selected by ``PagedConfig`` (a register cap through ``maxnreg``, eight warps,
+six stages, 8-32 programs per SM). Each
+candidate is checked against the float64 oracle of ``tests/kernels/mqa_check.py``
+on one shape per next_n and against the shipped kernel's output on every shape
+(same -inf mask, values to fp32 rounding), outputs poisoned with NaN first.
 
-``merge_attn_states`` at N = 256 and 4096 (bf16, H = 32, D = 128): the shipped
-launch (PDL, num_heads compiled into token-major launches), the same with the
-runtime head count, head-major and larger token-major programs, each checked
-against the float64 reference; plus the per-node cost of an empty kernel in a
-CUDA graph (with and without PDL), the floor under any tiny kernel.
+``merge_attn_states`` at N = 256, 4096 and 65536 (bf16, H = 32, D = 128): the
+shipped launch, and at N = 256 one-warp programs of 1-8 rows (token-major with
+num_heads compiled in, or head-major) and the LSE math before the loads, each
+checked against the float64 reference; plus the per-node cost of an empty
+kernel in a CUDA graph (with and without PDL), the floor under any tiny kernel.
 
 Times are device time per call inside a CUDA graph (``common.graph_ms``, inputs
 cycled past L2). ``--smoke`` runs tiny shapes on the CPU interpreter (wall
@@ -88,24 +86,24 @@ def paged_variants(batch: int, next_n: int, blocks: int, sms: int, default) -> l
         return max(1, min(_launch.cdiv(per_sm * sms, batch * tiles), _launch.cdiv(blocks, pm.MIN_BLOCKS_PER_PROGRAM)))
 
     rep = dataclasses.replace
-    # the default before run kernels-s3-1: one row per program, three stages, rows side by side for next_n = 2
-    before = pm.PagedConfig(rows=1, splits=splits(32, 1), num_warps=4, num_stages=3, pdl=True, rows_first=next_n == 2)
-    out = [("shipped", default), ("previous default (3 stages, one row)", before),
-           ("shipped fill-first", rep(default, fill_first=True))]
-    # one query row per program with five pipeline stages: the block-id load and the key copy it
-    # feeds are then in flight several tiles ahead (three stages wait for every copy each tile)
-    r1 = pm.PagedConfig(rows=1, splits=1, num_warps=4, num_stages=5, pdl=True, rows_first=next_n == 2)
-    out += [("r1 s5 32/SM", rep(r1, splits=splits(32, 1))),
-            ("r1 s5 16/SM", rep(r1, splits=splits(16, 1))),
-            ("r1 s5 16/SM fill-first", rep(r1, splits=splits(16, 1), fill_first=True))]
+    out = [("shipped", default)]
     if next_n == 2:
-        # both rows of a request in one program (each key tile read once), five stages
+        # Run s4-1: register caps (maxnreg), eight warps, six stages, 8-32 programs per SM. Meant as an
+        # occupancy test, from an offline sm_90 build without the launch's specialisations (unit strides as
+        # constants, 16-divisible arguments) that counted 208 registers; the launch's own build (the same
+        # specialisations) has 94 registers and 41.7 KB of shared memory, so five programs per SM either
+        # way (shared memory bounds it). A cap of 168 / 128 gives a 116 / 110 register build, eight warps 62
+        # (94 capped). None won: the caps 1-3% slower on six of seven shapes, eight warps 40-80% slower.
         r2 = pm.PagedConfig(rows=2, splits=1, num_warps=4, num_stages=5, split_rows=True, pdl=True)
-        out += [("r2 s5 32/SM", rep(r2, splits=splits(32, 2))),
-                ("r2 s5 16/SM", rep(r2, splits=splits(16, 2))),
-                ("r2 s5 8/SM", rep(r2, splits=splits(8, 2))),
-                ("r2 s5 16/SM fill-first", rep(r2, splits=splits(16, 2), fill_first=True)),
-                ("r2 pair s5 16/SM", rep(r2, splits=splits(16, 2), pair_blocks=True))]
+        out += [("r2 s5 reg168 16/SM", rep(default, maxnreg=168)),
+                ("r2 s5 reg168 24/SM", rep(r2, splits=splits(24, 2), maxnreg=168)),
+                ("r2 s5 reg168 32/SM", rep(r2, splits=splits(32, 2), maxnreg=168)),
+                ("r2 s5 reg168 12/SM", rep(r2, splits=splits(12, 2), maxnreg=168)),
+                ("r2 s5 reg168 8/SM", rep(r2, splits=splits(8, 2), maxnreg=168)),
+                ("r2 s6 reg168 16/SM", rep(r2, splits=splits(16, 2), maxnreg=168, num_stages=6)),
+                ("r2 s5 reg128 16/SM", rep(r2, splits=splits(16, 2), maxnreg=128)),
+                ("r2 s5 w8 reg128 16/SM", rep(r2, splits=splits(16, 2), num_warps=8, maxnreg=128)),
+                ("r2 s5 w8 reg128 8/SM", rep(r2, splits=splits(8, 2), num_warps=8, maxnreg=128))]
     out.append(("shipped (again)", default))
     return out
 
@@ -246,18 +244,17 @@ def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
         rows, warps, head_major = mas.default_config(n, heads, dim, dtype, "hn")
         shipped = (rows, warps, head_major, True)
         # (rows, warps, head_major, pdl[, num_heads compiled in (default: yes, token-major only)[, load both
-        # parts first]]); every candidate with PDL
-        shapes = [("shipped pdl", shipped), ("shipped pdl runtime heads", (*shipped, False)),
-                  ("4x1 head-major", (4, 1, True, True)), ("8x1 head-major", (8, 1, True, True)),
-                  ("8x2 token-major const-heads", (8, 2, False, True, True)),
-                  ("16x2 token-major const-heads", (16, 2, False, True, True)),
-                  ("16x4 token-major const-heads load-first", (16, 4, False, True, True, True)),
-                  ("32x8 token-major const-heads load-first", (32, 8, False, True, True, True)),
-                  ("64x16 token-major const-heads load-first", (64, 16, False, True, True, True))]
-        if n > 16384:
+        # parts first]]); every candidate with PDL. Run s4-1: one-warp programs of fewer or more rows (more
+        # programs, fewer accesses per thread), and the LSE math before the loads. None won at N = 256:
+        # 1, 2 and 8 rows 10.5, 5.4 and 3.32 µs, the LSE math first 3.39, against 3.06-3.08 shipped.
+        shapes = [("shipped pdl", shipped),
+                  ("1x1 token-major const-heads load-first", (1, 1, False, True, True, True)),
+                  ("2x1 token-major const-heads load-first", (2, 1, False, True, True, True)),
+                  ("4x1 token-major const-heads lse-first", (4, 1, False, True, True, False)),
+                  ("8x1 token-major const-heads load-first", (8, 1, False, True, True, True)),
+                  ("2x1 head-major load-first", (2, 1, True, True, False, True))]
+        if n > 1024:
             shapes = shapes[:1]
-        elif n > 1024:
-            shapes = shapes[:2] + [("8x4 head-major (previous default)", (8, 4, True, True))] + shapes[6:7]
         cands = list(shapes) + [("shipped pdl (again)", shipped)]
         per_graph = 100 if n <= 4096 else 20
         for name, cfg in cands:
