@@ -207,7 +207,8 @@ def default_config(num_tokens: int, num_heads: int, head_size: int, dtype: torch
     num_heads compiled in). Small ones (at most ``_SMALL_GRID`` programs of 1 KiB, one wave):
     one warp per program over consecutive rows in token-major order; one row per
     program when even that leaves fewer than ``_MIN_PROGRAMS`` programs. The row count takes few values per head size so
-    that a sweep of shapes compiles few variants.
+    that a sweep of shapes compiles few variants. At N = 256 (H200 run kernels-s4-1) the shipped four rows per
+    warp took 3.06 µs; one, two and eight rows 10.5, 5.4 and 3.32 µs, the LSE math before the loads 3.39.
     """
     elem = dtype.itemsize
     vec = max(1, 16 // elem)  # elements per 16-byte access
