@@ -25,10 +25,13 @@ def test_sweep_smoke_checks_and_times_every_variant(tmp_path):
         assert not row.get("error"), row
         assert str(row.get("oracle", "")).startswith("ok"), row
         assert isinstance(row.get("us"), float) and row["us"] > 0, row
-    # next_n = 2 includes the shipped launch, the previous default, the fill-first form and the
-    # one- and two-row candidates with five stages
+    # next_n = 2 includes the shipped launch (timed twice) and run s4-1's candidates: register caps, six
+    # stages, eight warps, other programs per SM; next_n = 1 only the shipped launch
     names = {r["variant"] for r in rows if r["kernel"] == "paged" and r["shape"] == "B=2 n=2 ctx=60"}
-    assert {"shipped", "previous default (3 stages, one row)", "shipped fill-first", "r1 s5 32/SM", "r2 s5 16/SM",
-            "shipped (again)"} <= names
+    assert {"shipped", "r2 s5 reg168 16/SM", "r2 s5 reg128 16/SM", "r2 s6 reg168 16/SM", "r2 s5 w8 reg128 16/SM",
+            "r2 s5 reg168 8/SM", "shipped (again)"} <= names
+    names = {r["variant"] for r in rows if r["kernel"] == "paged" and r["shape"] == "B=2 n=1 ctx=40"}
+    assert names == {"shipped", "shipped (again)"}
     names = {r["variant"] for r in rows if r["kernel"] == "merge"}
-    assert {"shipped pdl", "shipped pdl runtime heads"} <= names
+    assert {"shipped pdl", "2x1 token-major const-heads load-first", "4x1 token-major const-heads lse-first",
+            "shipped pdl (again)"} <= names
