@@ -238,6 +238,9 @@ def module_names(paths: Iterable[str]) -> dict[str, tuple[str, bool]]:
 # --- workers ----------------------------------------------------------------------------
 
 
+_EAGER_LEVELS = 3  # levels of callers followed up from a root to find that only harness/eager code calls it
+
+
 def _summarize_chunk(tasks: list[tuple[str, str, bool, bool, tuple[str, ...], tuple[str, ...], int]]) -> list[dict]:
     out = []
     for path, module, is_package, force, registrars, words, max_size in tasks:
@@ -697,30 +700,41 @@ class ProjectIndex:
         if not candidates:
             return False
         saved, self._missing = self._missing, set()  # resolve what is loaded; load nothing more for this
-        wanted = set(candidates)
+        # the callers of the roots, and of their callers, a few levels up: a tester's helper that calls the
+        # launcher (`Tester.check -> _match -> _launch`) makes the launcher harness-only too
         callers: dict[str, set[str]] = {}
-        for dotted, (_module, _qual, rec) in self.funcs.items():
-            for callee in rec.get("calls", ()):
-                target = self._call_target(callee)
-                if target in wanted and target != dotted:
-                    callers.setdefault(target, set()).add(dotted)
-        for summ in self.summaries.values():  # calls from a script's `if __name__ == "__main__":` block
-            for callee in summ.get("main_calls", ()):
-                found = self.resolve(callee)
-                if found is not None and found[0] == "func" and found[1] in wanted:
-                    callers.setdefault(found[1], set()).add(_SCRIPT)
+        wanted = set(candidates)
+        asked: set[str] = set()
+        for _level in range(_EAGER_LEVELS):
+            wanted -= asked
+            if not wanted:
+                break
+            asked |= wanted
+            for dotted, (_module, _qual, rec) in self.funcs.items():
+                for callee in rec.get("calls", ()):
+                    target = self._call_target(callee)
+                    if target in wanted and target != dotted:
+                        callers.setdefault(target, set()).add(dotted)
+            for summ in self.summaries.values():  # calls from a script's `if __name__ == "__main__":` block
+                for callee in summ.get("main_calls", ()):
+                    found = self.resolve(callee)
+                    if found is not None and found[0] == "func" and found[1] in wanted:
+                        callers.setdefault(found[1], set()).add(_SCRIPT)
+            wanted = {c for t in wanted for c in callers.get(t, ())
+                      if c != _SCRIPT and self.off_scope(c) is None and c not in asked}
         self._missing = saved
         eager_only: set[str] = set()
         changed = True
         while changed:
             changed = False
-            for root in candidates:
-                found_callers = callers.get(root)
-                if root in eager_only or not found_callers:
+            for fn in asked:
+                found_callers = callers.get(fn)
+                if fn in eager_only or not found_callers:
                     continue
                 if all(c == _SCRIPT or c in eager_only or self.off_scope(c) is not None for c in found_callers):
-                    eager_only.add(root)
+                    eager_only.add(fn)
                     changed = True
+        eager_only &= set(candidates)
         for root in eager_only:
             del self.roots[root]
         return bool(eager_only)

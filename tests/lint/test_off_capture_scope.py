@@ -284,3 +284,27 @@ def test_reference_modules_cpu_implementations_and_setup_functions(tmp_path):
             torch.cuda.synchronize()
     """)})
     assert sorted({name for name, *_ in got}) == ["ops.py"]
+
+
+TESTER = KERNEL + """\
+
+    def _enumerate(x):
+        perms = [list(p) for p in itertools.permutations(range(x.shape[1]))]
+        table = torch.tensor(perms, dtype=torch.int32, device=x.device)
+        kern[(1,)](table, 4)
+
+    def _bitwise_match(x):
+        return _enumerate(x)
+
+    class MoeTester:
+        def check(self, x):
+            return _bitwise_match(x)
+"""
+
+
+def test_a_launcher_called_only_through_a_testers_helper_is_harness_code(tmp_path):
+    got = lint(tmp_path / "a", {"runner.py": "    import itertools\n" + TESTER})
+    assert got == [] and not [row for row in got if row[3] == "_enumerate"]  # Tester.check -> _bitwise_match -> _enumerate
+    library = TESTER + "\n    def moe_forward(x):\n        return _bitwise_match(x)\n"
+    got = lint(tmp_path / "b", {"runner.py": "    import itertools\n" + library})
+    assert [(code, fn) for _, _, code, fn in got] == [("GC301", "_enumerate")]  # a library caller keeps it
