@@ -195,6 +195,30 @@ def _data_dependent_op(qualname: str, chain: Sequence[str], patterns: Sequence[s
     return None
 
 
+_ALLOCATORS = frozenset({"zeros", "empty", "ones", "full", "tensor", "arange", "empty_strided", "rand", "randn"})
+
+
+def _host_allocation(info: FuncInfo) -> int | None:
+    """The line of an allocation with ``device="cpu"`` written out (not pinned: a pinned buffer is a staging
+    area for device work) among the function's own nodes, or None."""
+    for node in info.own_nodes():
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name not in _ALLOCATORS:
+            continue
+        kws = {kw.arg: kw.value for kw in node.keywords if kw.arg}
+        device = kws.get("device")
+        if isinstance(device, ast.Call) and device.args:  # torch.device("cpu")
+            device = device.args[0]
+        pinned = kws.get("pin_memory")
+        if isinstance(device, ast.Constant) and device.value == "cpu" and not (
+                isinstance(pinned, ast.Constant) and pinned.value is True):
+            return node.lineno
+    return None
+
+
 def _rooted_in_local(node: ast.AST) -> bool:
     """``lens[i]``, ``x.view(-1).max()``: a value reached from a local name, not an attribute of some
     other object (``meta.lens``), whose device is anyone's guess."""
@@ -331,6 +355,7 @@ class _FunctionChecker:
         self.data_dependent = _data_dependent_op(f"{stem}.{info.qualname}", chain,
                                                  ctx.get("data_dependent", DEFAULT_DATA_DEPENDENT))
         self._derived: list[tuple[int, int]] = []  # (finding index, line of the sync it follows from)
+        self.host_alloc = _host_allocation(info)  # a line allocating on the CPU: a host implementation
 
     def report(self, code: str, node: ast.AST, message: str, **evidence: object) -> None:
         if self.facts.off_capture and self.facts.off_capture_path(node.lineno):  # type: ignore[attr-defined]
@@ -344,6 +369,11 @@ class _FunctionChecker:
                 evidence = {**evidence, "path": kind}
                 if mild:
                     evidence["_severity"] = "warning"
+        if code == "GC104" and self.host_alloc is not None and "_severity" not in evidence:
+            # `out = torch.zeros(..., device="cpu")` then `op(x.cpu(), out)`: the function computes on the host
+            evidence = {**evidence, "_severity": "warning", "path": "host implementation"}
+            message += (f"; `{self.info.qualname}` computes on the host (it allocates on the CPU on line "
+                        f"{self.host_alloc}), so its callers choose to run it outside capture")
         if self.data_dependent and "_severity" not in evidence and rules.get(code).severity == "error":
             # a sync inside `unique`/`nonzero`/...: the op cannot size its output without one
             evidence = {**evidence, "_severity": "warning", "data_dependent": self.data_dependent}

@@ -642,3 +642,25 @@ def test_ops_that_read_their_data_on_the_host_by_definition_are_warnings():
     assert histc[0].evidence["data_dependent"] == "histc"
     other = [f for *_, f in got if f.function == "histogram_rows"]  # a look-alike name is not the op
     assert [(f.code, f.severity.value) for f in other] == [("GC101", "error")]
+
+
+# -- host implementations: the output is allocated on the CPU --------------------------------------------
+
+HOST_DEQUANT = '''
+    def dequantize_on_host(packed: torch.Tensor, scales: torch.Tensor):
+        out = torch.zeros((packed.shape[0], packed.shape[1] * 2), dtype=torch.float32, device="cpu")
+        kern[(1,)](packed, 1, BLOCK=64)
+        ext.dequant(packed.cpu(), scales.cpu(), out)
+        return out
+'''
+
+
+def test_copies_to_the_host_in_a_function_that_computes_on_the_host_are_warnings():
+    got = findings(HOST_DEQUANT)
+    assert {(c, s) for c, s, *_ in got} == {("GC104", "warning")} and len(got) == 2
+    assert "computes on the host (it allocates on the CPU on line" in got[0][3].message
+    # a pinned host buffer is a staging area for device work: the copies stay errors
+    pinned = findings(HOST_DEQUANT.replace('device="cpu")', 'device="cpu", pin_memory=True)'))
+    assert {(c, s) for c, s, *_ in pinned} == {("GC104", "error")}
+    on_device = findings(HOST_DEQUANT.replace('device="cpu"', "device=packed.device"))
+    assert {(c, s) for c, s, *_ in on_device} == {("GC104", "error")}
