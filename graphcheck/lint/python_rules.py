@@ -195,7 +195,7 @@ def _data_dependent_op(qualname: str, chain: Sequence[str], patterns: Sequence[s
     return None
 
 
-_ALLOCATORS = frozenset({"zeros", "empty", "ones", "full", "tensor", "arange", "empty_strided", "rand", "randn"})
+_HOST_ALLOC_NAMES = frozenset({"zeros", "empty", "ones", "full", "tensor", "arange", "empty_strided", "rand", "randn"})
 
 
 def _host_allocation(info: FuncInfo) -> int | None:
@@ -206,7 +206,7 @@ def _host_allocation(info: FuncInfo) -> int | None:
             continue
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if name not in _ALLOCATORS:
+        if name not in _HOST_ALLOC_NAMES:
             continue
         kws = {kw.arg: kw.value for kw in node.keywords if kw.arg}
         device = kws.get("device")
