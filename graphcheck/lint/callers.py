@@ -21,6 +21,7 @@ annotation stands and the fallback counts as one no caller takes.
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from typing import Any
 
 from graphcheck.lint.coldpaths import PREFILL
@@ -37,33 +38,31 @@ _HOST_ANNOTATIONS = {"int", "float", "bool"}
 class ArgCoder:
     """Codes call arguments of one module: ``n``, ``h`` or ``?``."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, functions: Sequence[Any]) -> None:
+        """``functions``: the module's ``FuncInfo``s (their own nodes are walked once, and shared)."""
         self._memo: dict[tuple[int, str], bool] = {}
-        self._tree = tree
-        self._classes: dict[str, list[ast.ClassDef]] | None = None
-        self._attrs: dict[str, dict[str, list[ast.expr]]] = {}
+        self._functions = functions
+        self._attrs: dict[str, dict[str, list[ast.expr]]] | None = None
         self._attr_kinds: dict[tuple[str, str], str] = {}
         self._locals: dict[int, tuple[dict[str, list[ast.expr]], set[str]]] = {}
-        self.own_nodes: dict[int, list[ast.AST]] = {}  # id(function node) -> its nodes, when the caller has them
+        self.own_nodes: dict[int, list[ast.AST]] = {id(f.node): f.own_nodes() for f in functions}
 
     def attrs(self, cls: str) -> dict[str, list[ast.expr]]:
-        """``self.x = value`` in the methods of class ``cls``: attribute -> values (built on first use)."""
-        table = self._attrs.get(cls)
-        if table is None:
-            if self._classes is None:
-                self._classes = {}
-                for node in ast.walk(self._tree):
-                    if isinstance(node, ast.ClassDef):
-                        self._classes.setdefault(node.name, []).append(node)
-            table = self._attrs[cls] = {}
-            for klass in self._classes.get(cls, ()):
-                for node in ast.walk(klass):
+        """``self.x = value`` in the methods of class ``cls``: attribute -> values (all classes built on first
+        use, from the methods' own nodes)."""
+        if self._attrs is None:
+            self._attrs = {}
+            for info in self._functions:
+                if info.owner_class is None:
+                    continue
+                table = self._attrs.setdefault(info.owner_class, {})
+                for node in info.own_nodes():
                     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
                         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                         for t in targets:
                             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                                 table.setdefault(t.attr, []).append(node.value)
-        return table
+        return self._attrs.get(cls, {})
 
     def _assigned(self, fn: ast.AST) -> tuple[dict[str, list[ast.expr]], set[str]]:
         """(local name -> values assigned, names bound by loops) of one function (built on first use)."""

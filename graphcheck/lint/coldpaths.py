@@ -80,10 +80,11 @@ def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence
     after = memo_return(fn)
     if after is not None:
         out.append(Cold(after + 1, end, f"below the memo lookup that returns on line {after}, on a miss, {FIRST_USE}"))
-    looked_up = _lookups(nodes)
-    for node in nodes:
-        if not isinstance(node, ast.If):
-            continue
+    ifs = [n for n in nodes if isinstance(n, ast.If)]
+    if not ifs:
+        return out
+    looked_up = _lookups(nodes) if any(isinstance(n.test, (ast.Name, ast.UnaryOp, ast.Compare)) for n in ifs) else {}
+    for node in ifs:
         miss = _miss_test(node.test, looked_up)
         if miss is None:
             continue

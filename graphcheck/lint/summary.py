@@ -67,7 +67,7 @@ class _Summarizer:
         self.star: list[str] = []
         self.alias: dict[str, str] = {}
         self.classes: dict[str, list[str]] = {}
-        self.coder = ArgCoder(tree)
+        self.coder = ArgCoder(self.index.functions)
 
     # -- names -------------------------------------------------------------
 
@@ -282,7 +282,6 @@ class _Summarizer:
     def call_record(self, node: ast.Call, callee: str, info: FuncInfo) -> list[Any]:
         """[callee, line, called as an attribute, codes of positional args, codes of keywords, star]."""
         fn, cls = info.node, info.owner_class
-        self.coder.own_nodes[id(fn)] = info.own_nodes()
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
         pos = "".join(self.coder.code(a, fn, cls) for a in node.args if not isinstance(a, ast.Starred))
         kws = {k.arg: self.coder.code(k.value, fn, cls) for k in node.keywords if k.arg}
