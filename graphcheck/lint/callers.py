@@ -302,9 +302,9 @@ def cold_table(index: Any) -> dict[str, str]:
         chain = index.chain(dotted)
         for caller, callee in zip(chain, chain[1:]):
             rec = index.funcs[caller][2]
-            why = next((w for c, w in rec.get("cold", ()) if _function(index, c) == callee), None)
-            if why is not None:
-                out[dotted] = f"runs only through `{index.funcs[caller][1]}`'s call {why}"
+            edge_why = next((w for c, w in rec.get("cold", ()) if _function(index, c) == callee), None)
+            if edge_why is not None:
+                out[dotted] = f"runs only through `{index.funcs[caller][1]}`'s call {edge_why}"
                 break
     index._missing = saved
     index._cold_table = out
@@ -331,7 +331,7 @@ def _cold_only_roots(index: Any) -> dict[str, tuple[str, str]]:
             if callee.rpartition(".")[2] not in last:
                 continue
             target = _function(index, callee)
-            if target not in roots or target == caller:
+            if target is None or target not in roots or target == caller:
                 continue
             why = cold.get(callee)
             if why is not None and PREFILL in why:
