@@ -7,7 +7,10 @@ that says so, not as an error. A function counts as referenced when its name is
 used, outside its own body and other than in a declaration or definition, in any
 other place of a C++ file (a call, ``&f`` in a pybind ``m.def`` or a
 ``TORCH_LIBRARY`` ``m.impl``, a TVM-FFI export), or anywhere in a Python file
-(calls of the bound name, ``torch.ops.<ns>.<name>``, a JIT source template).
+(calls of the bound name, ``torch.ops.<ns>.<name>``, a JIT source template). An op bound in a
+``TORCH_LIBRARY``/``PYBIND11_MODULE`` block is live when no Python file names it (outside callers) or
+when a Python use of it is live; a use inside a private Python function (``_f``, or any function of a
+private module such as ``_custom_ops.py``) is live only through that function's own live uses.
 A reference from another function counts only if that function is itself referenced
 (followed a few levels, then assumed live); a reference at file scope or inside a
 macro-named block (``PYBIND11_MODULE``, ``TORCH_LIBRARY``) is a binding, so live.
@@ -23,6 +26,7 @@ known and nothing is changed.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import json
@@ -33,10 +37,12 @@ from pathlib import Path
 
 from graphcheck.findings import Finding, Severity
 
-_CACHE_FILE = "cpp-callers-v1.json"
+_CACHE_FILE = "cpp-callers-v2.json"
 _DEPTH = 3  # how many levels of callers are followed before a caller is assumed live
 _BUDGET = 256  # names looked up per run at most (each a pass over the files); past it, callers are assumed live
 _LIVE = "<live>"
+_OP = "op:"  # a referrer that is an op name a binding gives; Python code names it
+_PY = "py:"  # a referrer that is a private Python function; its own callers make it live
 # words before `name(` that make it a call, not a declaration
 _CALL_WORDS = frozenset({"return", "else", "co_return", "co_yield", "co_await", "throw", "case", "do", "and", "or",
                          "not", "new", "delete", "sizeof", "decltype", "typeid", "noexcept", "if", "while", "for",
@@ -55,6 +61,7 @@ class _CppFile:
     def __init__(self, source: str):
         from graphcheck.lint import cpp_rules
 
+        self.source = source
         self.text, _ = cpp_rules.blank(source)
         self.regions = cpp_rules.function_regions(self.text)
         self.loc = cpp_rules._Locator(self.text, self.regions)
@@ -74,11 +81,24 @@ class _CppFile:
                 continue  # recursion, or an overload delegating to another
             if self._declares(p, m.end()):
                 continue
-            if region is None or not region.name or _is_macro_name(region.name):
+            if region is not None and region.name and _is_macro_name(region.name):
+                op = self._bound_op(p)  # `m.impl("op", &f)` in TORCH_LIBRARY: live as Python uses "op"
+                out.add(_OP + op if op else _LIVE)
+            elif region is None or not region.name:
                 out.add(_LIVE)
             else:
                 out.add(region.name)
         return out
+
+    def _bound_op(self, at: int) -> str | None:
+        """The op name a binding statement around ``at`` gives (``ops.impl("name", kCUDA, &f)``), or None."""
+        text = self.text
+        start = max(text.rfind(";", 0, at), text.rfind("{", 0, at), text.rfind("}", 0, at)) + 1
+        end = text.find(";", at)
+        if end == -1 or end - start > 2000:
+            return None
+        m = re.search(r'"\s*(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)', self.source[start:end])
+        return m.group(1) if m else None
 
     def _head_of(self, region, name: str) -> int:
         """Where ``name`` is written in the definition head of ``region`` (the last mention before its body)."""
@@ -146,6 +166,7 @@ class CallerIndex:
         self._data: list[bytes] | None = None
         self._cpp: dict[int, _CppFile | None] = {}
         self._referrers: dict[str, set[str]] = {}
+        self._py_trees: dict[int, ast.Module] = {}
 
     def _index(self) -> list[bytes]:
         """Each file's bytes, read once; a query is a substring search per file, confirmed as a whole word."""
@@ -184,10 +205,19 @@ class CallerIndex:
             out: set[str] = set()
             if len(self._referrers) >= _BUDGET:
                 return {_LIVE}
-            for i in self._mentions(name):
+            bare = name.split(":", 1)[1] if name.startswith((_OP, _PY)) else name
+            mentions = self._mentions(bare)
+            if name.startswith(_OP) and not any(self.files[i][1] == "python" for i in mentions):
+                mentions = []
+                out.add(_LIVE)  # an op no Python file in the tree names: callers outside the tree
+            for i in mentions:
                 if self.files[i][1] == "python":
-                    out.add(_LIVE)
-                    break
+                    out |= self._python_referrers(i, bare, own=name.startswith(_PY))
+                    if _LIVE in out:
+                        break
+                    continue
+                if name.startswith((_OP, _PY)):
+                    continue  # an op or a Python function is called from Python
                 cpp = self._cpp_file(i)
                 if cpp is None:
                     out.add(_LIVE)
@@ -197,6 +227,46 @@ class CallerIndex:
                     break
             self._referrers[name] = out
         return self._referrers[name]
+
+    def _python_referrers(self, i: int, name: str, own: bool = False) -> set[str]:
+        """Who references ``name`` in Python file ``i``: the enclosing function (``py:f``) when it is a
+        private module-level function (a leading ``_``, or in a private module such as ``_custom_ops.py``)
+        that only its callers make live; ``_LIVE`` for anything else (module or class level, a method, a
+        decorated or public function, a string that names it, a file that does not parse). With ``own``
+        (``name`` is itself a Python function), a use inside a function of that name is recursion."""
+        tree = self._py_trees.get(i)
+        if tree is None:
+            try:
+                tree = ast.parse(self._index()[i].decode("utf-8", "replace"))
+            except (SyntaxError, ValueError, RecursionError):
+                return {_LIVE}
+            self._py_trees[i] = tree
+        private_module = any(part.startswith("_") and not part.startswith("__")
+                             for part in Path(self.files[i][0]).parts[-3:])
+        out: set[str] = set()
+
+        def visit(node: ast.AST, fn: ast.AST | None, in_class: bool) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    visit(child, child if fn is None else fn, in_class and fn is None)
+                    continue
+                if isinstance(child, ast.ClassDef):
+                    visit(child, fn, True)
+                    continue
+                hit = ((isinstance(child, ast.Name) and child.id == name)
+                       or (isinstance(child, ast.Attribute) and child.attr == name)
+                       or (isinstance(child, ast.Constant) and isinstance(child.value, str) and name in child.value))
+                if hit:
+                    if isinstance(child, ast.Constant) or fn is None or in_class:
+                        out.add(_LIVE)
+                    elif not (own and fn.name == name):  # type: ignore[attr-defined]
+                        private = fn.name.startswith("_") or private_module  # type: ignore[attr-defined]
+                        decorated = bool(fn.decorator_list)  # type: ignore[attr-defined]
+                        out.add(_PY + fn.name if private and not decorated else _LIVE)  # type: ignore[attr-defined]
+                visit(child, fn, in_class)
+
+        visit(tree, None, False)
+        return out
 
     def uncalled(self, name: str, depth: int = _DEPTH, visiting: frozenset[str] = frozenset()) -> list[str] | None:
         """The callers through which ``name`` was found dead (``[]``: referenced nowhere), or None when
@@ -213,6 +283,10 @@ class CallerIndex:
             if self.uncalled(caller, depth - 1, visiting | {name}) is None:
                 return None
         return callers
+
+
+def _shown(caller: str) -> str:
+    return caller.split(":", 1)[1] if caller.startswith((_OP, _PY)) else caller
 
 
 def _digest_of(files: Iterable[tuple[str, str]], names: Iterable[str]) -> str:
@@ -264,7 +338,7 @@ def _demoted(f: Finding, callers: list[str]) -> Finding:
     name = f.function
     if callers:
         why = (f"no caller was found in the linted tree: `{name}` is only called from "
-               + ", ".join(f"`{c}`" for c in callers[:3]) + (", ..." if len(callers) > 3 else "")
+               + ", ".join(f"`{_shown(c)}`" for c in callers[:3]) + (", ..." if len(callers) > 3 else "")
                + ", which nothing live calls")
     else:
         why = f"no caller of `{name}` was found in the linted tree"

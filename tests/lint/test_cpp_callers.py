@@ -120,7 +120,7 @@ def test_verdicts_are_cached_and_follow_edits(tmp_path, monkeypatch):
     src = tmp_path / "src"
     write(src, "csrc/utils.cu", HAZARD)
     assert gc201(lint_tree(src, cache=True)) == [("warning", "device_fill")]
-    assert (tmp_path / "cache" / "cpp-callers-v1.json").exists()
+    assert (tmp_path / "cache" / "cpp-callers-v2.json").exists()
     calls = []
     real = cpp_callers.CallerIndex.uncalled
 
@@ -133,7 +133,7 @@ def test_verdicts_are_cached_and_follow_edits(tmp_path, monkeypatch):
     assert calls == []  # an unchanged tree: the cached verdict, no file read
     write(src, "csrc/bind.cpp", 'TORCH_LIBRARY(x, m) { m.def("fill", &device_fill<float>); }\n')
     assert gc201(lint_tree(src, cache=True)) == [("error", "device_fill")]
-    assert calls == ["device_fill"]
+    assert calls == ["device_fill", "op:fill"]  # re-computed: the function, then the op its binding gives
 
 
 def test_odd_input_never_crashes_and_counts_as_a_caller(tmp_path):
@@ -149,3 +149,27 @@ def test_declaration_heuristics():
     calls = cpp_callers._CppFile("void g() { return f(1); }\nvoid h() { obj->f(2); x.f(3); auto p = &f; }\n"
                                  "static int v = f(4);\n")
     assert calls.referrers("f") == {"g", "h", cpp_callers._LIVE}
+
+
+def test_a_bound_op_whose_only_python_wrapper_is_private_and_uncalled_is_a_warning(tmp_path):
+    """vLLM's convert_vertical_slash_indexes: bound in torch_bindings.cpp, wrapped in the private
+    vllm/_custom_ops.py, called by nothing in the tree (the real-code precision rows)."""
+    write(tmp_path, "csrc/utils.cu", HAZARD)
+    write(tmp_path, "csrc/bind.cpp", 'TORCH_LIBRARY(_C, ops) {\n  ops.def("device_fill(Tensor p) -> ()");\n'
+                                     '  ops.impl("device_fill", torch::kCUDA, &device_fill<float>);\n}\n')
+    write(tmp_path, "pkg/_custom_ops.py", "import torch\n\ndef device_fill(p):\n"
+                                          "    torch.ops._C.device_fill(p)\n")
+    found = [f for f in lint_tree(tmp_path) if f.code == "GC201"]
+    assert [(f.severity.value, f.function) for f in found] == [("warning", "device_fill")]
+    # a caller of the private wrapper makes it live
+    write(tmp_path, "pkg/layer.py", "from pkg import _custom_ops as ops\n\ndef forward(p):\n"
+                                    "    ops.device_fill(p)\n")
+    assert gc201(lint_tree(tmp_path)) == [("error", "device_fill")]
+
+
+def test_a_bound_op_wrapped_in_a_public_module_is_public_api(tmp_path):
+    write(tmp_path, "csrc/utils.cu", HAZARD)
+    write(tmp_path, "csrc/bind.cpp", 'TORCH_LIBRARY(_C, ops) {\n'
+                                     '  ops.impl("device_fill", torch::kCUDA, &device_fill<float>);\n}\n')
+    write(tmp_path, "pkg/ops.py", "import torch\n\ndef device_fill(p):\n    torch.ops._C.device_fill(p)\n")
+    assert gc201(lint_tree(tmp_path)) == [("error", "device_fill")]  # callers outside the tree may use it
