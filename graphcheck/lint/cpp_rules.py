@@ -1065,6 +1065,15 @@ def _stream_param_index(params: str) -> int | None:
     return None
 
 
+def _arity(params: str) -> tuple[int, int]:
+    """(fewest, most) arguments a parameter list takes: defaulted parameters may be left out; ``...`` or a
+    parameter pack takes any number."""
+    parts = [p for p in _split_top(params) if p.strip() and p.strip() != "void"]
+    if any("..." in p for p in parts):
+        return sum(1 for p in parts if "=" not in p and "..." not in p), 10**6
+    return sum(1 for p in parts if "=" not in p), len(parts)
+
+
 def _split_top(params: str) -> list[str]:
     out, depth, last = [], 0, 0
     for k, ch in enumerate(params):
@@ -1082,17 +1091,15 @@ def _split_top(params: str) -> list[str]:
 def _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc) -> None:
     """GC201 where a call passes ``0``/``nullptr`` as the ``cudaStream_t`` parameter of a function declared in
     the file, or where a ``/*stream=*/`` comment labels a ``nullptr``/``0`` argument."""
-    launchers: dict[str, int] = {}
+    # name -> its overloads seen in the file: (fewest arguments, most arguments, index of the stream or None)
+    overloads: dict[str, set[tuple[int, int, int | None]]] = {}
     for r in regions:
-        if r.name and r.params and len(r.params) < 4000:
-            idx = _stream_param_index(r.params)
-            if idx is not None:
-                launchers.setdefault(r.name, idx)
+        if r.name and r.params is not None and len(r.params) < 4000:
+            overloads.setdefault(r.name, set()).add(_arity(r.params) + (_stream_param_index(r.params),))
     # prototypes (declarations ending in `;`)
     for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\(([^()]{0,2000}\bcudaStream_t\b[^()]{0,2000})\)\s*(?:const\s*)?;", text):
-        idx = _stream_param_index(m.group(2))
-        if idx is not None:
-            launchers.setdefault(m.group(1), idx)
+        overloads.setdefault(m.group(1), set()).add(_arity(m.group(2)) + (_stream_param_index(m.group(2)),))
+    launchers = {name: forms for name, forms in overloads.items() if any(idx is not None for *_, idx in forms)}
     reported: set[int] = set()
     if launchers:
         names = "|".join(sorted(map(re.escape, launchers), key=len, reverse=True))
@@ -1107,8 +1114,12 @@ def _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc) -> 
             if prev >= 0 and (text[prev].isalnum() or text[prev] in "_*&>"):
                 continue  # `void f(...)`: a declaration, not a call
             args = _split_args(text, open_paren + 1, close, pairs)
-            idx = launchers[m.group(1)]
-            if len(args) <= idx:
+            # the overloads this many arguments can call; their stream must be at one place
+            fits = {idx for low, high, idx in launchers[m.group(1)] if low <= len(args) <= high}
+            if len(fits) != 1:
+                continue
+            idx = fits.pop()
+            if idx is None or len(args) <= idx:
                 continue
             why = _bad_stream(args[idx])
             if why:

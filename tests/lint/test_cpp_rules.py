@@ -149,3 +149,26 @@ def test_function_names_for_specializations_methods_and_qualifiers():
            "void Op::forward(float* x) const noexcept {\n  k<<<1, 1>>>(x);\n}\n"
            "namespace ns {\nstruct S {\n  void go(float* x) override {\n    k<<<1, 1>>>(x);\n  }\n};\n}\n")
     assert [(f.line, f.function) for f in lint(src)] == [(2, "run"), (5, "forward"), (10, "go")]
+
+
+OVERLOADS = """\
+__global__ void act_kernel(float* g, const int* n) {}
+void Activation(float* g, int type, const int* num_valid, cudaStream_t stream) {
+    act_kernel<<<1, 128, 0, stream>>>(g, num_valid);
+}
+void Activation(float* g, int type, cudaStream_t stream) {
+    Activation(g, type, nullptr, stream);
+}
+void caller(float* g) {
+    Activation(g, 1, ARG);
+}
+"""
+
+
+def test_a_stream_argument_is_matched_to_the_overload_the_call_can_reach():
+    # the four-argument overload's third parameter is a pointer: `nullptr` there is not the stream
+    quiet = [f for f in lint(OVERLOADS.replace("ARG", "s")) if f.code == "GC201"]
+    assert quiet == []
+    # the three-argument overload given nullptr as its stream is still found, at the call
+    loud = [(f.code, f.line) for f in lint(OVERLOADS.replace("ARG", "nullptr")) if f.code == "GC201"]
+    assert loud == [("GC201", 9)]
