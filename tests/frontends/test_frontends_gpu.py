@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -25,8 +26,11 @@ def test_audit_kernels_runs_every_layer_and_passes():
 
 def test_plugin_capture_items_run_on_the_gpu(tmp_path):
     (tmp_path / "ops.py").write_text(OPS)
+    # the nested run's report format is this test's: options of the outer run (PYTEST_ADDOPTS="-n 4") stay out
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     proc = subprocess.run([sys.executable, "-m", "pytest", "--graphcheck", "--graphcheck-gpu=required", "-v",
-                           "-p", "no:cacheprovider", "-rA"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+                           "-p", "no:cacheprovider", "-rA"], cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                          env=env)
     out = proc.stdout
     assert "ops.py::safe[capture] PASSED" in out, out[-6000:]
     assert "ops.py::triton_safe[capture] PASSED" in out, out[-6000:]
