@@ -67,6 +67,11 @@ def _is_capture_call(expr: ast.AST, resolve: Resolve) -> bool:
     return isinstance(expr, ast.Call) and (resolve(expr.func) or "") in CAPTURE_CONTEXTS
 
 
+def may_capture(source: str) -> bool:
+    """Can the source open a capture region at all (every form names ``graph`` or ``capture_begin``)?"""
+    return "graph" in source or "capture_begin" in source
+
+
 def regions(fn: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve) -> list[Region]:
     """The capture regions ``fn`` opens itself, outermost first (a region nested in another is kept:
     its statements are a subset, and the checker reports a node once)."""

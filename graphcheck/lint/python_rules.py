@@ -148,11 +148,6 @@ def _own_project(source: str, path: str, entry_points: Sequence[str], registrars
     return found.to_dict() if found is not None else None
 
 
-def _may_capture(source: str) -> bool:
-    """Can the source open a capture region (``torch.cuda.graph``, ``capture_begin``)?"""
-    return "graph" in source or "capture_begin" in source
-
-
 def _local_entries(entry_points: Sequence[str], path: str) -> list[str]:
     """Entry points as qualified names within the file at ``path``.
 
@@ -270,7 +265,7 @@ class _Linter:
             targets = [(f, reason) for f, reason in reachable.items()]
         off = (self.context or {}).get("off", {})
         for info in self.index.functions:  # capture regions first: their findings say where they are captured
-            if info.is_kernel or off.get(info.qualname) == "harness" or not _may_capture(self.source):
+            if info.is_kernel or off.get(info.qualname) == "harness" or not capture_sites.may_capture(self.source):
                 continue
             for region in capture_sites.regions(info.node, self.index.aliases.resolve):
                 _FunctionChecker(self, info, None, region).run()

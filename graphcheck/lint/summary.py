@@ -68,6 +68,7 @@ class _Summarizer:
         self.alias: dict[str, str] = {}
         self.classes: dict[str, list[str]] = {}
         self.coder = ArgCoder(self.index.functions)
+        self.may_capture = capture_sites.may_capture(source)  # no region to look for in most files
 
     # -- names -------------------------------------------------------------
 
@@ -170,7 +171,7 @@ class _Summarizer:
         launches: list[list[Any]] = []
         regs: list[list[Any]] = []
         capture: list[list[Any]] = []
-        regions = capture_sites.regions(info.node, lambda n: self.dotted(n, info))
+        regions = capture_sites.regions(info.node, lambda n: self.dotted(n, info)) if self.may_capture else []
         for region in regions:
             site = {"with": "with torch.cuda.graph(...)", "begin": "CUDAGraph.capture_begin()"}.get(
                 region.kind, "make_graphed_callables")
