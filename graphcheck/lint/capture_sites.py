@@ -72,6 +72,20 @@ def may_capture(source: str) -> bool:
     return "graph" in source or "capture_begin" in source
 
 
+def may_open(nodes: Iterable[ast.AST]) -> bool:
+    """Can a function with these (own) nodes open a region: a ``with``, a ``capture_begin()`` or a
+    ``make_graphed_callables(...)`` call? A cheap test before :func:`regions` walks it again."""
+    for node in nodes:
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in ("capture_begin", "make_graphed_callables"):
+                return True
+    return False
+
+
 def regions(fn: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve) -> list[Region]:
     """The capture regions ``fn`` opens itself, outermost first (a region nested in another is kept:
     its statements are a subset, and the checker reports a node once)."""

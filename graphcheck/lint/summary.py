@@ -171,7 +171,8 @@ class _Summarizer:
         launches: list[list[Any]] = []
         regs: list[list[Any]] = []
         capture: list[list[Any]] = []
-        regions = capture_sites.regions(info.node, lambda n: self.dotted(n, info)) if self.may_capture else []
+        regions = (capture_sites.regions(info.node, lambda n: self.dotted(n, info))
+                   if self.may_capture and capture_sites.may_open(info.own_nodes()) else [])
         for region in regions:
             site = {"with": "with torch.cuda.graph(...)", "begin": "CUDAGraph.capture_begin()"}.get(
                 region.kind, "make_graphed_callables")
