@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import cast
@@ -833,6 +834,12 @@ _HOST_COMMENT = re.compile(r"(?i)\b(cpu|host|pinned)\b")
 
 
 def _compile_globs(patterns: Sequence[str]) -> re.Pattern[str] | None:
+    return _compiled_globs(tuple(patterns))
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_globs(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex for the globs (built once per list: every function's facts ask for the same one)."""
     pats = [fnmatch.translate(p.lower()) for p in patterns if p]
     return re.compile("|".join(pats)) if pats else None
 
