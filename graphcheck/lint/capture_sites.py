@@ -21,6 +21,8 @@ import ast
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 
+from graphcheck.lint.scope import iter_own_statements
+
 CAPTURE_CONTEXTS = ("torch.cuda.graph", "torch.cuda.graphs.graph")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -37,30 +39,10 @@ class Region:
 
     def nodes(self) -> Iterator[ast.AST]:
         """Every node of the region in pre-order; nested functions and classes are other scopes."""
-        stack: list[ast.AST] = list(reversed(self.statements))
-        while stack:
-            node = stack.pop()
-            yield node
-            if isinstance(node, _SCOPES):
-                continue
-            children = list(ast.iter_child_nodes(node))
-            children.reverse()
-            stack.extend(children)
+        return iter_own_statements(self.statements)
 
     def calls(self) -> list[ast.Call]:
         return [n for n in self.nodes() if isinstance(n, ast.Call)]
-
-
-def _own(body: Iterable[ast.stmt]) -> Iterator[ast.AST]:
-    stack: list[ast.AST] = list(reversed(list(body)))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, _SCOPES):
-            continue
-        children = list(ast.iter_child_nodes(node))
-        children.reverse()
-        stack.extend(children)
 
 
 def _is_capture_call(expr: ast.AST, resolve: Resolve) -> bool:
@@ -89,7 +71,7 @@ def may_open(nodes: Iterable[ast.AST]) -> bool:
 def regions(fn: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve) -> list[Region]:
     """The capture regions ``fn`` opens itself, outermost first (a region nested in another is kept:
     its statements are a subset, and the checker reports a node once)."""
-    nodes = list(_own(fn.body))
+    nodes = list(iter_own_statements(fn.body))
     ctx_names: set[str] = set()
     for node in nodes:
         if isinstance(node, ast.Assign) and _is_capture_call(node.value, resolve):

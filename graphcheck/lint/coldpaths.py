@@ -168,9 +168,9 @@ def _prefill_name(node: ast.AST) -> bool:
 def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST]) -> list[Cold]:
     """Line ranges of ``fn`` that run only when an optional parameter (default ``None``) is omitted, or an
     optional field of a parameter is unset."""
-    optional = _none_defaults(fn)
+    optional = _defaults_that_are(fn, None)
     params = _all_params(fn)
-    flags = _false_defaults(fn)
+    flags = _defaults_that_are(fn, False)
     end = fn.end_lineno or fn.lineno
     out = []
     for node in nodes:
@@ -332,29 +332,16 @@ def _absent_test(test: ast.AST, optional: set[str], params: set[str]) -> tuple[s
 # -- helpers -----------------------------------------------------------------------------------------
 
 
-def _false_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """Parameters whose default is ``False``: opt-in flags."""
-    args = fn.args
-    out = set()
-    pos = args.posonlyargs + args.args
-    for arg, default in zip(pos[len(pos) - len(args.defaults):], args.defaults):
-        if isinstance(default, ast.Constant) and default.value is False:
-            out.add(arg.arg)
-    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults):
-        if isinstance(kw_default, ast.Constant) and kw_default.value is False:
-            out.add(arg.arg)
-    return out
-
-
-def _none_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+def _defaults_that_are(fn: ast.FunctionDef | ast.AsyncFunctionDef, value: object) -> set[str]:
+    """Parameters whose default is the constant ``value`` (``None``: optional; ``False``: opt-in flags)."""
     a = fn.args
     positional = [*a.posonlyargs, *a.args]
     out = set()
     for arg, default in zip(positional[len(positional) - len(a.defaults):], a.defaults):
-        if isinstance(default, ast.Constant) and default.value is None:
+        if isinstance(default, ast.Constant) and default.value is value:
             out.add(arg.arg)
     for arg, kw_default in zip(a.kwonlyargs, a.kw_defaults):
-        if isinstance(kw_default, ast.Constant) and kw_default.value is None:
+        if isinstance(kw_default, ast.Constant) and kw_default.value is value:
             out.add(arg.arg)
     return out
 

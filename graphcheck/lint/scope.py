@@ -19,7 +19,7 @@ import bisect
 import dataclasses
 import re
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import cast
 
 from graphcheck.lint.aliases import Aliases
@@ -83,7 +83,13 @@ def iter_own_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.A
     Nested functions and classes are separate scopes and are skipped; the
     function's parameter defaults and decorators belong to the enclosing scope.
     """
-    stack: list[ast.AST] = list(reversed(fn.body))
+    return iter_own_statements(fn.body)
+
+
+def iter_own_statements(statements: Iterable[ast.stmt]) -> Iterator[ast.AST]:
+    """Pre-order walk of ``statements`` and what they hold, iteratively; a nested function or class is
+    yielded but not entered (its body is another scope)."""
+    stack: list[ast.AST] = list(reversed(list(statements)))
     while stack:
         node = stack.pop()
         yield node
