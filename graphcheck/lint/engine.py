@@ -338,10 +338,13 @@ def lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None = 
             cache.store(sf.path, res["size"], res["mtime_ns"], res["digest"], res["lines"], stored)
     if cache is not None:
         cache.save()
-    if any(os.path.isdir(p) for p in paths):  # a tree was linted: C++ hazards nothing calls become warnings
+    if any(os.path.isdir(p) for p in paths):  # a tree was linted: C++ hazards no capture reaches become warnings
         from graphcheck.lint.cpp_callers import demote_uncalled
+        from graphcheck.lint.cpp_capture import demote_unreachable
 
-        raw = demote_uncalled(raw, [(sf.path, sf.language) for sf in discovery.files], directory)
+        linted = [(sf.path, sf.language) for sf in discovery.files]
+        raw = demote_uncalled(raw, linted, directory)
+        raw, _ = demote_unreachable(raw, linted, project)  # no capture reaches the tree's C++: warnings
 
     root = str(config.root)
     findings: list[Finding] = []

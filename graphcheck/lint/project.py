@@ -954,6 +954,29 @@ class ProjectIndex:
         cold_here = {q: cold[f"{module}.{q}"] for q in reach if f"{module}.{q}" in cold}
         return FileContext(reach, aliases, kernels, bool(summ.get("broken")), captures, off, calls, cold_here)
 
+    def extension_entry(self, modules: set[str]) -> tuple[str, str] | None:
+        """A function that calls into compiled C++ under capture: ``(function, how)`` for the first capture
+        region or capture-reachable function that calls a name of one of the extension ``modules``
+        (``import _ext as e; e.op(x)``, resolved through imports), or a capture-reachable function that calls
+        an op of a module it loads (``get_module().op(x)``); None when none does."""
+        for dotted, (_module, _qual, rec) in self.funcs.items():  # calls made inside a capture region
+            for _site, _start, _end, targets in rec.get("capture", ()):
+                for callee in targets:
+                    if any(part in modules for part in callee.split(".")[:-1]):
+                        return dotted, f"`{callee}`"
+        for dotted in self.parent:
+            rec = self.funcs[dotted][2]
+            for loader, op in rec.get("ext_ops", ()):
+                found = self.resolve(loader)
+                if found is not None and found[0] == "func" and self._is_module_loader(found[1]):
+                    return dotted, f"`{loader.rpartition('.')[2]}().{op}`"
+            if modules:
+                for callee in rec.get("calls", ()):
+                    hit = next((part for part in callee.split(".")[:-1] if part in modules), None)
+                    if hit is not None:
+                        return dotted, f"`{callee}`"
+        return None
+
     def in_scope(self, path: str) -> bool:
         module = self.names.get(path, (None,))[0]
         summ = self.summaries.get(module) if module else None

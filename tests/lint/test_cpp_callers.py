@@ -30,6 +30,11 @@ HEADER = "#pragma once\ntemplate <typename T>\nvoid device_fill(T* p, size_t n, 
 
 
 def lint_tree(root: Path, *paths: Path, cache: bool = False):
+    """Lint the tree as a PyTorch extension (its C++ includes torch), as vLLM's and FlashInfer's are: whether
+    any capture can reach a tree's C++ at all is tests/lint/test_cpp_capture_reach.py's subject."""
+    marker = root / "csrc" / "torch_ext.h"
+    if not marker.exists():
+        write(root, "csrc/torch_ext.h", "#pragma once\n#include <torch/extension.h>\n")
     targets = list(paths) or [root]
     return lint_paths(targets, Config(root=root), jobs=1, use_cache=cache).findings
 
