@@ -45,7 +45,7 @@ _GRAPH = re.compile(
     r"\b(?:cudaStreamBeginCapture\w*|cuStreamBeginCapture\w*|cudaStreamEndCapture|cuStreamEndCapture"
     r"|cudaGraph(?!ics)\w*|cuGraph(?!ics)\w*|CUDAGraph|cudaStreamIsCapturing|cuStreamIsCapturing"
     r"|cudaStreamGetCaptureInfo\w*|cuStreamGetCaptureInfo\w*|currentStreamCaptureStatus\w*)\b")
-_GRAPH_BYTES = (b"Capture", b"Graph")
+_GRAPH_BYTES = (b"Captur", b"Graph")
 _INTEROP = re.compile(
     r"\b(?:at|c10|torch)\s*::\s*\w|\btvm\s*::\s*ffi\b|\bTORCH_(?:LIBRARY\w*|CHECK\w*|EXTENSION_NAME)\b"
     r"|\bTVM_FFI_\w+|\bTVMFFI\w+|\bgetCurrentCUDAStream\b"

@@ -85,9 +85,8 @@ def test_a_capture_in_the_trees_cpp_keeps_the_error(tmp_path):
 
 def test_a_capture_status_check_in_the_trees_cpp_keeps_the_error(tmp_path):
     engine_tree(tmp_path)
-    write(tmp_path, "src/runtime/guard.cu", "#include <cuda_runtime.h>\nbool capturing(cudaStream_t s) {\n"
-          "  cudaStreamCaptureStatus st;\n  cudaStreamIsCapturing(s, &st);\n"
-          "  return st != cudaStreamCaptureStatusNone;\n}\n")
+    write(tmp_path, "src/runtime/guard.cu", "#include \"status.h\"\nbool capturing(cudaStream_t s, Status* st) {\n"
+          "  return cudaStreamIsCapturing(s, st) == cudaSuccess;\n}\n")
     assert severities(gc110(tmp_path)) == [("error", "grouped_launch")]
 
 
