@@ -75,16 +75,6 @@ def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def _is_program(text: str, path: str) -> bool:
-    """A test or benchmark binary: what it captures or includes says nothing about the library."""
-    from graphcheck.lint import cpp_rules
-
-    base = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    stem = base.split(".", 1)[0]
-    named = stem.endswith(("_test", "_tests")) or stem.startswith("test_") or stem == "test"
-    return named or cpp_rules._MAIN.search(text) is not None
-
-
 def tree_facts(paths: Sequence[str]) -> TreeFacts:
     """Scan the C++ files ``paths``; stops at the first capture or PyTorch/TVM-FFI use."""
     from graphcheck.lint import cpp_rules
@@ -107,7 +97,7 @@ def tree_facts(paths: Sequence[str]) -> TreeFacts:
         except (UnicodeDecodeError, LookupError, SyntaxError):
             continue
         text, _ = cpp_rules.blank(source)
-        if _is_program(text, path):
+        if cpp_rules.is_program(text, path):  # what a test binary captures or includes says nothing
             continue
         if graph and (m := _GRAPH.search(text)) is not None:
             facts.graph = (path, _line(text, m.start()), m.group())

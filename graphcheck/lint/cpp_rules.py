@@ -716,17 +716,20 @@ def in_non_capture_branch(text: str, pos: int, pairs: dict[int, int], opens: lis
     return False
 
 
+def is_program(text: str, path: str) -> bool:
+    """A test or benchmark binary: a ``main()``, or a file named ``*_test.cu``, ``test_*.cu``."""
+    base = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    stem = base.split(".", 1)[0]
+    named = stem.endswith(("_test", "_tests")) or stem.startswith("test_") or stem == "test"
+    return named or _MAIN.search(text) is not None
+
+
 def is_standalone_program(text: str, path: str) -> bool:
     """A test or benchmark binary (``main()``, ``*_test.cu``, ``test_*.cu``) that never captures a graph.
 
     Its syncs and default-stream launches time or check results; nothing captures them.
     """
-    base = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    stem = base.split(".", 1)[0]
-    named = stem.endswith(("_test", "_tests")) or stem.startswith("test_") or stem == "test"
-    if not (named or _MAIN.search(text)):
-        return False
-    return _CAPTURES.search(text) is None
+    return is_program(text, path) and _CAPTURES.search(text) is None
 
 
 # --- host buffers for cudaMemcpyAsync ------------------------------------------------------
