@@ -11,7 +11,16 @@ sees a warm-up. Prints the median microseconds per capture for each collector
 given (``--collector FILE``, e.g. ``git show REV:graphcheck/record/lines.py >
 old.py``; default: graphcheck's), and the plain step.
 
+``--per-recording`` times instead what ``bench_record_overhead.py`` times on the
+GPU: a whole recording per round (a new collector, four captures of the step
+after two eager steps each, ``close()``), against the same round unrecorded, in
+CPU time of the process, with the library in a ``site-packages/torch`` path so
+that the collector's default test of a file decides. ``--library-lines N`` gives
+each library function N more (never taken) branches: torch's functions are
+longer than one line, and some costs grow with a function's length.
+
     python benchmarks/bench_record_collector.py [--collector old.py ...] [--repeat 3]
+    python benchmarks/bench_record_collector.py --per-recording --library-lines 12 [--collector old.py ...]
 """
 
 from __future__ import annotations
@@ -26,14 +35,16 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 LIBRARY = "/usr/lib/python3/fake_library.py"  # what the collector takes for library code
+TORCH_LIBRARY = "/opt/venv/lib/python3.12/site-packages/torch/fake_library.py"  # library code to is_engine_file
 ENGINE = "/srv/engine/step.py"
 LINES = [2, 8, 2, 3, 3, 2, 3, 3, 3, 5, 4, 1, 9, 1, 1, 24, 12, 1, 6, 2, 1, 9, 1, 12, 1, 24, 10, 1, 27, 3, 2]
 
 
-def _step(n_library: int = 600):
+def _step(n_library: int = 600, library_lines: int = 0, library: str = LIBRARY):
     lib_ns: dict = {}
-    exec(compile("\n".join(f"def g{i}(x):\n    x = x + 1\n    return x\n" for i in range(n_library)), LIBRARY, "exec"),
-         lib_ns)
+    branches = "".join(f"    if x < -{1000 + j}:\n        x = x - {j}\n" for j in range(library_lines))
+    exec(compile("\n".join(f"def g{i}(x):\n{branches}    x = x + 1\n    return x\n" for i in range(n_library)),
+                 library, "exec"), lib_ns)
     lib = [lib_ns[f"g{i}"] for i in range(n_library)]
     source = []
     for i, n in enumerate(LINES):
@@ -57,6 +68,9 @@ def main() -> int:
     parser.add_argument("--collector", action="append", default=[], help="a lines.py to load LineCollector from")
     parser.add_argument("--captures", type=int, default=150)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--per-recording", action="store_true", help="time a whole recording of four captures")
+    parser.add_argument("--library-lines", type=int, default=0, help="extra branches per library function")
+    parser.add_argument("--rounds", type=int, default=40, help="recordings per collector with --per-recording")
     args = parser.parse_args()
     if not hasattr(sys, "monitoring"):
         print("needs Python 3.12+ (sys.monitoring)", file=sys.stderr)
@@ -70,7 +84,9 @@ def main() -> int:
     from graphcheck.record.lines import LineCollector
 
     classes["graphcheck"] = LineCollector
-    step = _step()
+    if args.per_recording:
+        return per_recording(classes, args)
+    step = _step(library_lines=args.library_lines)
 
     def per_capture(collector_class) -> float:
         collector = collector_class(is_user=lambda path: path == ENGINE)
@@ -95,6 +111,41 @@ def main() -> int:
     print(f"python {sys.version.split()[0]}; plain step {statistics.median(plain) * 1e6:.0f} us")
     for _ in range(args.repeat):
         print("  ".join(f"{name}: {per_capture(cls) * 1e6:.0f} us per capture" for name, cls in classes.items()))
+    return 0
+
+
+def per_recording(classes: dict, args: argparse.Namespace) -> int:
+    """CPU time of a round of four eager-and-captured steps, recorded by a new collector or not."""
+    step = _step(library_lines=args.library_lines, library=TORCH_LIBRARY)
+
+    def one_round(collector) -> float:
+        started = time.process_time()
+        for _ in range(4):
+            step(1)
+            step(1)
+            if collector is not None:
+                collector.start(sys._getframe())
+            _deep(30, lambda: step(1))
+            if collector is not None:
+                collector.stop()
+                collector.take()
+        if collector is not None:
+            collector.close()
+        return time.process_time() - started
+
+    for _ in range(3):
+        one_round(None)
+    print(f"python {sys.version.split()[0]}; one recording of 4 captures per round, "
+          f"library functions with {args.library_lines} extra branches; medians of {args.rounds} rounds, CPU time")
+    for _ in range(args.repeat):
+        times: dict[str, list[float]] = {"plain": [], **{name: [] for name in classes}}
+        for _ in range(args.rounds):  # alternating, as bench_record_overhead.py
+            times["plain"].append(one_round(None))
+            for name, cls in classes.items():
+                times[name].append(one_round(cls()))
+        base = statistics.median(times["plain"])
+        print(f"plain {base * 1e3:.2f} ms  " + "  ".join(
+            f"{name}: +{(statistics.median(times[name]) - base) * 1e3:.2f} ms" for name in classes))
     return 0
 
 

@@ -67,6 +67,8 @@ def is_engine_file(filename: str) -> bool:
     return is_user_file(filename)
 
 
+#: filename -> whether :func:`is_engine_file` holds, for every collector (a file does not change kind)
+_ENGINE_FILES: dict[str, bool] = {}
 _CO_NEWLOCALS = 0x02  # set on function code objects; module and class bodies lack it
 _IMPORT_DEPTH = 64
 
@@ -74,16 +76,17 @@ _IMPORT_DEPTH = 64
 def _importing(frame: Any, checked: Any = ()) -> bool:
     """Whether ``frame`` runs inside an import (importlib's frames are on the stack).
 
-    The walk stops at a frame of a code object in ``checked``: functions found, while they
-    were starting, to run outside any import, so nothing above their frames is an import. An
-    engine's functions mostly call one another, so the walk is a few frames, not the whole stack.
+    The walk stops at a frame whose code object's ``id`` is in ``checked``: functions found,
+    while they were starting, to run outside any import, so nothing above their frames is an
+    import. An engine's functions mostly call one another, so the walk is a few frames, not the
+    whole stack. (Code objects are looked up by ``id``: hashing one walks all its instructions.)
     """
     f = frame
     for _ in range(_IMPORT_DEPTH):
         if f is None:
             return False
         code = f.f_code
-        if code in checked:
+        if id(code) in checked:
             return False
         if code.co_filename.startswith("<frozen importlib"):
             return True
@@ -109,24 +112,34 @@ class LineCollector:
     def __init__(self, is_user: Callable[[str], bool] = is_engine_file, backend: str | None = None) -> None:
         self.is_user = is_user
         self.hits: dict[FunctionKey, set[int]] = {}
-        self._user_codes: dict[Any, bool] = {}
+        #: filename -> user file or not; the default predicate's answers are shared by every collector
+        self._files: dict[str, bool] = _ENGINE_FILES if is_user is is_engine_file else {}
         self.backend = backend or ("monitoring" if hasattr(sys, "monitoring") else "settrace")
         self._tool: int | None = None
-        self._code_lines: dict[Any, set[int]] = {}  # code object -> lines hit in this capture
-        self._outside_imports: set[Any] = set()  # functions started in this capture outside any import
-        #: code object -> lines hit in any capture so far; its LINE events stay on from its first capture on
-        self._seen: dict[Any, set[int]] = {}
+        # With sys.monitoring, code objects are keyed by id(): hashing a code object walks all of its
+        # instructions (and its constants) on every lookup. The collector holds the code objects it
+        # keys until close, so an id is not reused meanwhile.
+        self._targets: dict[int, Any] = {}  # engine functions (not module or class bodies) seen running
+        self._code_of: dict[int, Any] = {}  # every code object in _code_lines or _seen
+        self._keys: dict[int, FunctionKey] = {}  # function_key of those, resolved once
+        self._code_lines: dict[int, set[int]] = {}  # code -> lines hit in this capture
+        self._outside_imports: set[int] = set()  # functions started in this capture outside any import
+        #: code -> lines hit in any capture so far; its LINE events stay on from its first capture on
+        self._seen: dict[int, set[int]] = {}
         #: armed codes in which a line not yet seen ran outside capture (and was disabled there)
-        self._dirty: set[Any] = set()
+        self._dirty: set[int] = set()
         self._saved_trace: Any = None
         self._active = False
 
     # -- shared ------------------------------------------------------------
-    def _is_user_code(self, code: Any) -> bool:
-        known = self._user_codes.get(code)
+    def _is_user_file(self, filename: str) -> bool:
+        known = self._files.get(filename)
         if known is None:
-            known = self._user_codes[code] = bool(self.is_user(code.co_filename))
+            known = self._files[filename] = bool(self.is_user(filename))
         return known
+
+    def _is_user_code(self, code: Any) -> bool:
+        return self._is_user_file(code.co_filename)
 
     def _is_call_target(self, code: Any) -> bool:
         """User code in a function (not a module or class body: those run at import)."""
@@ -148,8 +161,11 @@ class LineCollector:
         return hits
 
     def _flush_code_lines(self) -> None:
-        for code, lines in self._code_lines.items():
-            key = function_key(code)
+        keys = self._keys
+        for code_id, lines in self._code_lines.items():
+            key = keys.get(code_id)
+            if key is None:
+                key = keys[code_id] = function_key(self._code_of[code_id])
             known = self.hits.get(key)
             if known is None:
                 self.hits[key] = set(lines)
@@ -211,37 +227,47 @@ class LineCollector:
         tool = self._tool
         disable = mon.DISABLE
         line_event = mon.events.LINE
-        user_codes = self._user_codes
-        is_call_target = self._is_call_target
+        targets = self._targets
+        files = self._files
+        is_user_file = self._is_user_file
 
         def on_start(code: Any, offset: int) -> Any:
-            known = user_codes.get(code)
-            if known is False:
-                return disable
+            # every function run in the recording comes here once, most of them library code: the
+            # file's kind is known after its first function, and library code and bodies go off for good
+            code_id = id(code)
+            if code_id not in targets:
+                filename = code.co_filename
+                kind = files.get(filename)
+                if kind is None:
+                    kind = is_user_file(filename)
+                if not kind or not code.co_flags & _CO_NEWLOCALS:
+                    return disable
+                targets[code_id] = code
             if not self._active:
-                # library code and bodies: off for good; engine functions: stay on for later captures
-                return None if is_call_target(code) else disable
-            if code in self._code_lines:
+                return None  # an engine function outside capture: stays on for later captures
+            if code_id in self._code_lines:
                 return None
-            if not is_call_target(code):
-                return disable
             if _importing(sys._getframe(1), self._outside_imports):
                 return None  # called by an import during capture: not capture work; look again next call
-            self._outside_imports.add(code)
-            self._code_lines[code] = set()
+            self._outside_imports.add(code_id)
+            self._code_lines[code_id] = set()
             self._arm(code)
             return None
 
         def on_line(code: Any, line: int) -> Any:
-            lines = self._code_lines.get(code)
+            code_id = id(code)
+            lines = self._code_lines.get(code_id)
             if lines is None:
                 if not self._active:
                     # outside capture: off until the function's next capture, which re-arms it if the line is new
-                    seen = self._seen.get(code)
+                    seen = self._seen.get(code_id)
                     if seen is not None and line not in seen:
-                        self._dirty.add(code)
+                        self._dirty.add(code_id)
                     return disable
-                lines = self._code_lines[code] = set()
+                # an armed function running in this capture without starting in it (a frame that was
+                # already running, a resumed generator, a call from an import)
+                self._code_of[code_id] = code
+                lines = self._code_lines[code_id] = set()
             lines.add(line)
             return disable
 
@@ -260,9 +286,10 @@ class LineCollector:
         if _monitoring_owner is self:
             _monitoring_owner = None
         try:
-            for code in self._seen:
-                mon.set_local_events(tool, code, 0)
+            for code_id in self._seen:
+                mon.set_local_events(tool, self._code_of[code_id], 0)
             self._seen, self._dirty = {}, set()
+            self._targets, self._code_of, self._keys = {}, {}, {}
             mon.set_events(tool, 0)
             mon.register_callback(tool, mon.events.PY_START, None)
             mon.register_callback(tool, mon.events.LINE, None)
@@ -277,7 +304,7 @@ class LineCollector:
         self._code_lines = {}
         self._outside_imports = set()
         for f in stack:
-            self._code_lines[f.f_code] = {f.f_lineno}
+            self._code_lines[id(f.f_code)] = {f.f_lineno}
             self._arm(f.f_code)
 
     def _arm(self, code: Any) -> None:
@@ -291,10 +318,12 @@ class LineCollector:
         line is seen if this capture runs it.
         """
         mon = sys.monitoring  # type: ignore[attr-defined]  # 3.12+, used only where it exists
-        if code not in self._seen:
-            self._seen[code] = set()
-        elif code in self._dirty:
-            self._dirty.discard(code)
+        code_id = id(code)
+        if code_id not in self._seen:
+            self._seen[code_id] = set()
+            self._code_of[code_id] = code
+        elif code_id in self._dirty:
+            self._dirty.discard(code_id)
             mon.set_local_events(self._tool, code, 0)
         else:
             return
@@ -305,10 +334,10 @@ class LineCollector:
         if tool is None:
             self._stop_settrace()
             return
-        for code, lines in self._code_lines.items():  # their lines stay on, each disabled once hit: see _arm
-            seen = self._seen.get(code)
+        for code_id, lines in self._code_lines.items():  # their lines stay on, each disabled once hit: see _arm
+            seen = self._seen.get(code_id)
             if seen is None:
-                seen = self._seen[code] = set()
+                seen = self._seen[code_id] = set()
             seen |= lines
         self._flush_code_lines()
 

@@ -128,7 +128,7 @@ def test_the_import_walk_stops_at_a_function_known_to_run_outside_imports():
 
     def inner():
         frame = sys._getframe()
-        return lines._importing(frame), lines._importing(frame, {middle.__code__})
+        return lines._importing(frame), lines._importing(frame, {id(middle.__code__)})
 
     def middle():
         return inner()
