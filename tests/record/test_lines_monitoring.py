@@ -124,3 +124,26 @@ def test_a_new_line_that_ran_between_captures_is_seen_when_a_capture_runs_it():
     assert first + 3 in _lines(two, "branchy")
     # capture two's re-arming re-enabled `return x + 1` too, which capture three hits again: a known line
     assert "branchy" in _names(three) and _lines(three, "branchy") == {first + 2}
+
+
+def test_an_engine_function_equal_to_a_library_one_is_recorded_on_its_own():
+    # code objects compare (and hash) by content, not by file: a library function with the same
+    # name, line and body as an engine function is equal to it, yet only the engine one counts
+    source = "def twin(x):\n    if x > 0:\n        return x + 1\n    return x\n"
+    library: dict = {}
+    engine: dict = {}
+    exec(compile(source, "/opt/venv/lib/python3.12/site-packages/torch/twin.py", "exec"), library)
+    exec(compile(source, "/srv/engine/twin.py", "exec"), engine)
+    assert library["twin"].__code__ == engine["twin"].__code__
+    collector = LineCollector(backend="monitoring")
+    try:
+        collector.start()
+        library["twin"](1)  # first: its file is library code, so it is switched off
+        engine["twin"](1)
+        library["twin"](-1)
+        collector.stop()
+        hits = collector.take()
+    finally:
+        collector.close()
+    twins = {key: lines for key, lines in hits.items() if key[1] == "twin"}
+    assert twins == {("/srv/engine/twin.py", "twin", 1): {2, 3}}
