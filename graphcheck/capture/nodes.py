@@ -238,9 +238,10 @@ def _kernel_node(runtime: Any, driver: Any, node: Any) -> GraphNode:
             name = _FUNC_NAMES.get(handle) or ""
             if not name:
                 name = _FUNC_NAMES[handle] = _decode(_unwrap("cuFuncGetName", driver.cuFuncGetName(func)))
-        kern = getattr(params, "kern", None)
-        if not name and kern is not None and _as_int(kern) and hasattr(driver, "cuKernelGetName"):
-            name = _decode(_unwrap("cuKernelGetName", driver.cuKernelGetName(kern)))
+        if not name:  # reading params.kern makes a binding object: only when the name is still missing
+            kern = getattr(params, "kern", None)
+            if kern is not None and _as_int(kern) and hasattr(driver, "cuKernelGetName"):
+                name = _decode(_unwrap("cuKernelGetName", driver.cuKernelGetName(kern)))
     except Exception as exc:  # keep the node; say why its name is missing
         if grid is None:
             try:
