@@ -87,23 +87,21 @@ def paged_variants(batch: int, next_n: int, blocks: int, sms: int, default) -> l
 
     rep = dataclasses.replace
     out = [("shipped", default)]
+    # Run s4-2: a persistent grid (PagedConfig.persistent): P = k·SMs programs share the flattened
+    # (request, key tile) range evenly, one contiguous stretch each, so a short request range (B=64
+    # ctx 8k: about four tiles per program before) no longer pays a pipeline fill per four tiles, and
+    # lengths that differ cost no tail. k must not exceed the programs that fit on an SM: the sm_90
+    # build of the two-row program takes 128 registers (four per SM) unless capped at 96 (five, as
+    # shared memory allows; no spill in the key loop), the one-row program 85 (five) or 80 capped (six).
     if next_n == 2:
-        # Run s4-1: register caps (maxnreg), eight warps, six stages, 8-32 programs per SM. Meant as an
-        # occupancy test, from an offline sm_90 build without the launch's specialisations (unit strides as
-        # constants, 16-divisible arguments) that counted 208 registers; the launch's own build (the same
-        # specialisations) has 94 registers and 41.7 KB of shared memory, so five programs per SM either
-        # way (shared memory bounds it). A cap of 168 / 128 gives a 116 / 110 register build, eight warps 62
-        # (94 capped). None won: the caps 1-3% slower on six of seven shapes, eight warps 40-80% slower.
-        r2 = pm.PagedConfig(rows=2, splits=1, num_warps=4, num_stages=5, split_rows=True, pdl=True)
-        out += [("r2 s5 reg168 16/SM", rep(default, maxnreg=168)),
-                ("r2 s5 reg168 24/SM", rep(r2, splits=splits(24, 2), maxnreg=168)),
-                ("r2 s5 reg168 32/SM", rep(r2, splits=splits(32, 2), maxnreg=168)),
-                ("r2 s5 reg168 12/SM", rep(r2, splits=splits(12, 2), maxnreg=168)),
-                ("r2 s5 reg168 8/SM", rep(r2, splits=splits(8, 2), maxnreg=168)),
-                ("r2 s6 reg168 16/SM", rep(r2, splits=splits(16, 2), maxnreg=168, num_stages=6)),
-                ("r2 s5 reg128 16/SM", rep(r2, splits=splits(16, 2), maxnreg=128)),
-                ("r2 s5 w8 reg128 16/SM", rep(r2, splits=splits(16, 2), num_warps=8, maxnreg=128)),
-                ("r2 s5 w8 reg128 8/SM", rep(r2, splits=splits(8, 2), num_warps=8, maxnreg=128))]
+        r2 = pm.PagedConfig(rows=2, splits=1, num_warps=4, num_stages=5, split_rows=True, pdl=default.pdl)
+        out += [("r2 persistent 5/SM reg96", rep(r2, persistent=5, maxnreg=96)),
+                ("r2 persistent 5/SM reg96 fill-first", rep(r2, persistent=5, maxnreg=96, fill_first=True)),
+                ("r2 persistent 4/SM", rep(r2, persistent=4))]
+    elif next_n == 1:
+        r1 = pm.PagedConfig(rows=1, splits=1, num_warps=4, num_stages=5, split_rows=True, pdl=default.pdl)
+        out += [("r1 persistent 6/SM reg80", rep(r1, persistent=6, maxnreg=80)),
+                ("r1 persistent 5/SM", rep(r1, persistent=5))]
     out.append(("shipped (again)", default))
     return out
 
@@ -247,14 +245,14 @@ def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
         # parts first]]); every candidate with PDL. Run s4-1: one-warp programs of fewer or more rows (more
         # programs, fewer accesses per thread), and the LSE math before the loads. None won at N = 256:
         # 1, 2 and 8 rows 10.5, 5.4 and 3.32 µs, the LSE math first 3.39, against 3.06-3.08 shipped.
-        shapes = [("shipped pdl", shipped),
-                  ("1x1 token-major const-heads load-first", (1, 1, False, True, True, True)),
-                  ("2x1 token-major const-heads load-first", (2, 1, False, True, True, True)),
-                  ("4x1 token-major const-heads lse-first", (4, 1, False, True, True, False)),
-                  ("8x1 token-major const-heads load-first", (8, 1, False, True, True, True)),
-                  ("2x1 head-major load-first", (2, 1, True, True, False, True))]
-        if n > 1024:
-            shapes = shapes[:1]
+        # Run s4-2: the shipped launch without masks (every program's rows exist, BLOCK_D == D) and with
+        # 32-bit offsets (config[6], config[7]).
+        cfg_even = (rows, warps, head_major, True, True, None, True, False)
+        cfg_even32 = (rows, warps, head_major, True, True, None, True, True)
+        shapes = [("shipped pdl", shipped), ("shipped, no masks", cfg_even), ("shipped, no masks, 32-bit offsets",
+                                                                              cfg_even32)]
+        if n > 4096:
+            shapes = [shapes[0], shapes[2]]
         cands = list(shapes) + [("shipped pdl (again)", shipped)]
         per_graph = 100 if n <= 4096 else 20
         for name, cfg in cands:

@@ -40,6 +40,9 @@ class PagedConfig:
     rows_first: bool = False  # row tiles on the grid's fastest axis: a request's row programs run side by side
     fill_first: bool = False  # the -inf fill past the last tile before the key loop instead of after it
     maxnreg: int = 0  # register cap per thread (0: the compiler's choice; sweeps only, run kernels-s4-1)
+    #: > 0: a persistent grid of this many programs per SM that share the flattened (request, key tile)
+    #: range evenly, one contiguous stretch each (split_rows launches with next_n <= rows; ``splits`` unused)
+    persistent: int = 0
 
 
 #: programs per SM the key axis is split into, one query row per program (H200 sweep: 32-64 best)
@@ -298,6 +301,118 @@ def _paged_mqa_logits_kernel(
         _fill_tail(out_ptr, b, row0, next_n, stride_or, num_tiles * KEYS, split, splits, max_model_len, ROWS, FILL_N)
 
 
+@triton.jit
+def _request_tiles(lens_ptr, b, b_ok, next_n, limit, stride_lb, stride_ln, BS: tl.constexpr, ROWS: tl.constexpr,
+                   LENS_2D: tl.constexpr):
+    """Key tiles of request(s) ``b``: cdiv of the largest row end (clamped to [0, limit]) by BS; 0 where not b_ok.
+    The program holds all of the request's rows (next_n <= ROWS), so with 1-D lengths the largest end is the
+    context length itself (row next_n - 1)."""
+    e = tl.load(lens_ptr + b * stride_lb, mask=b_ok, other=0)
+    if LENS_2D:
+        for j in tl.static_range(1, ROWS):
+            e = tl.maximum(e, tl.load(lens_ptr + b * stride_lb + j * stride_ln, mask=b_ok & ((b * 0 + j) < next_n), other=0))
+    e = tl.minimum(tl.maximum(e, 0), limit)
+    return tl.cdiv(e, BS)
+
+
+@triton.jit(do_not_specialize=["num_kv_blocks"])
+def _paged_mqa_logits_persistent_kernel(
+    q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr,
+    stride_qb, stride_qn, stride_qh, stride_qd,
+    stride_kv,
+    stride_wr, stride_wh,
+    stride_lb, stride_ln,
+    stride_btb, stride_btk,
+    stride_or,
+    batch, next_n, max_model_len, max_blocks, num_kv_blocks, fill_parts,
+    H: tl.constexpr, D: tl.constexpr, BS: tl.constexpr, ROWS: tl.constexpr, BLOCK_B: tl.constexpr,
+    LENS_2D: tl.constexpr, CLEAN: tl.constexpr, FP8_DOT: tl.constexpr,
+    FILL_N: tl.constexpr, NUM_STAGES: tl.constexpr, PDL: tl.constexpr, FILL_FIRST: tl.constexpr,
+):
+    """The split-rows kernel on a persistent grid (``PagedConfig.persistent``). Every request's key tiles
+    are numbered one after another (request 0's, then request 1's, ...); program p of P takes tiles
+    [p·T/P, (p+1)·T/P) of the T in all, i.e. one contiguous stretch that crosses at most a few request
+    boundaries, so each program pays its pipeline's fill once or twice instead of once per short chunk,
+    and the programs' work differs by at most one tile whatever the lengths. The -inf fill past each
+    request's last tile is shared out as (request, part) items, ``fill_parts`` per request."""
+    _pdl.enter(PDL)
+    pid = tl.program_id(0)
+    progs = tl.num_programs(0)
+    limit = tl.minimum(max_model_len, max_blocks * BS)
+    ib = tl.arange(0, BLOCK_B)
+    tiles = _request_tiles(lens_ptr, ib, ib < batch, next_n, limit, stride_lb, stride_ln, BS, ROWS, LENS_2D)
+    cum = tl.cumsum(tiles, axis=0)
+    excl = cum - tiles
+    total = tl.sum(tiles, axis=0)
+    g0 = (pid.to(tl.int64) * total // progs).to(tl.int32)
+    g1 = ((pid + 1).to(tl.int64) * total // progs).to(tl.int32)
+    b_first = tl.sum((cum <= g0).to(tl.int32), axis=0)
+    b_end = tl.sum((excl < g1).to(tl.int32), axis=0)
+
+    if CLEAN and FILL_FIRST:
+        for item in range(pid, batch * fill_parts, progs):
+            fb = pid * 0 + item // fill_parts
+            nt = _request_tiles(lens_ptr, fb, fb >= 0, next_n, limit, stride_lb, stride_ln, BS, ROWS, LENS_2D)
+            _fill_tail(out_ptr, fb, pid * 0, next_n, stride_or, nt * BS, item - fb * fill_parts, fill_parts, max_model_len,
+                       ROWS, FILL_N)
+
+    t = tl.arange(0, BS)
+    d = tl.arange(0, D)
+    r0 = pid * 0  # row 0 of the request as a tensor (the interpreter rejects int masks)
+    start = tl.sum(tl.where(ib == b_first, excl, 0), axis=0)
+    for bi in range(b_first, b_end):
+        b = pid * 0 + bi  # a tensor also under the interpreter (whose loops yield ints)
+        # reloaded (an L2 hit) rather than picked out of ``tiles``: no [BLOCK_B] vector stays live in the loop
+        nt = _request_tiles(lens_ptr, b, b >= 0, next_n, limit, stride_lb, stride_ln, BS, ROWS, LENS_2D)
+        lo = tl.maximum(g0, start) - start
+        hi = tl.minimum(g1, start + nt) - start
+        q0, w0 = _load_row_query(q_ptr, w_ptr, b, r0 + 0, next_n, stride_qb, stride_qn, stride_qh, stride_qd,
+                                 stride_wr, stride_wh, H, D, FP8_DOT)
+        end0 = _row_end(lens_ptr, b, r0 + 0, next_n, limit, stride_lb, stride_ln, LENS_2D)
+        if ROWS >= 2:
+            q1, w1 = _load_row_query(q_ptr, w_ptr, b, r0 + 1, next_n, stride_qb, stride_qn, stride_qh, stride_qd,
+                                     stride_wr, stride_wh, H, D, FP8_DOT)
+            end1 = _row_end(lens_ptr, b, r0 + 1, next_n, limit, stride_lb, stride_ln, LENS_2D)
+        if ROWS >= 4:
+            q2, w2 = _load_row_query(q_ptr, w_ptr, b, r0 + 2, next_n, stride_qb, stride_qn, stride_qh, stride_qd,
+                                     stride_wr, stride_wh, H, D, FP8_DOT)
+            q3, w3 = _load_row_query(q_ptr, w_ptr, b, r0 + 3, next_n, stride_qb, stride_qn, stride_qh, stride_qd,
+                                     stride_wr, stride_wh, H, D, FP8_DOT)
+            end2 = _row_end(lens_ptr, b, r0 + 2, next_n, limit, stride_lb, stride_ln, LENS_2D)
+            end3 = _row_end(lens_ptr, b, r0 + 3, next_n, limit, stride_lb, stride_ln, LENS_2D)
+        bt_row = bt_ptr + b.to(tl.int64) * stride_btb
+        row = b * next_n
+        for tile in tl.range(lo, hi, num_stages=NUM_STAGES):
+            raw = tl.load(bt_row + tile * stride_btk).to(tl.int64)
+            bad = ((raw < 0) | (raw >= num_kv_blocks)) & (t >= 0)  # a [BS] mask
+            base = kv_ptr + tl.where(bad, 0, raw) * stride_kv
+            k_ptrs = base[:, None] + t[:, None] * D + d[None, :]
+            if FP8_DOT:
+                k = tl.load(k_ptrs.to(tl.pointer_type(tl.float8e4nv)))
+            else:
+                k = decode_e4m3(tl.load(k_ptrs))
+            scale = tl.load((base + BS * D).to(tl.pointer_type(tl.float32)) + t)
+            p = tile * BS + t
+            _store_row(out_ptr, row, stride_or, p, _masked(_row_scores(k, q0, w0) * scale, bad), end0, 0 < next_n,
+                       max_model_len, CLEAN)
+            if ROWS >= 2:
+                _store_row(out_ptr, row + 1, stride_or, p, _masked(_row_scores(k, q1, w1) * scale, bad), end1,
+                           r0 + 1 < next_n, max_model_len, CLEAN)
+            if ROWS >= 4:
+                _store_row(out_ptr, row + 2, stride_or, p, _masked(_row_scores(k, q2, w2) * scale, bad), end2,
+                           r0 + 2 < next_n, max_model_len, CLEAN)
+                _store_row(out_ptr, row + 3, stride_or, p, _masked(_row_scores(k, q3, w3) * scale, bad), end3,
+                           r0 + 3 < next_n, max_model_len, CLEAN)
+        start += nt
+
+    if CLEAN and not FILL_FIRST:
+        for item in range(pid, batch * fill_parts, progs):
+            fb = pid * 0 + item // fill_parts
+            nt = _request_tiles(lens_ptr, fb, fb >= 0, next_n, limit, stride_lb, stride_ln, BS, ROWS, LENS_2D)
+            _fill_tail(out_ptr, fb, pid * 0, next_n, stride_or, nt * BS, item - fb * fill_parts, fill_parts, max_model_len,
+                       ROWS, FILL_N)
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -455,6 +570,25 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
     extra: dict[str, Any] = {"launch_pdl": True} if pdl else {}
     if cfg.maxnreg:
         extra["maxnreg"] = cfg.maxnreg
+    if cfg.persistent:
+        if not cfg.split_rows or cfg.pair_blocks or cfg.reduce_dot or next_n > cfg.rows:
+            raise ValueError(f"persistent needs split_rows, single blocks and next_n <= rows, got {cfg}")
+        progs = cfg.persistent * _fp8.sm_count(device)
+        _paged_mqa_logits_persistent_kernel[(progs,)](
+            q_arg, kv_cache, weights, context_lens, block_tables, out,
+            q.stride(0), q.stride(1), q.stride(2), q.stride(3),
+            kv_cache.stride(0),
+            weights.stride(0), weights.stride(1),
+            context_lens.stride(0), context_lens.stride(1) if lens_2d else 0,
+            block_tables.stride(0), block_tables.stride(1),
+            out.stride(0),
+            batch, next_n, max_model_len, block_tables.shape[1], kv_cache.shape[0], max(1, progs // batch),
+            H=heads, D=dim, BS=block_size, ROWS=cfg.rows, BLOCK_B=_launch.next_pow2(batch),
+            LENS_2D=lens_2d, CLEAN=clean_logits, FP8_DOT=use_fp8,
+            FILL_N=cfg.fill_n, NUM_STAGES=cfg.num_stages, PDL=pdl, FILL_FIRST=cfg.fill_first,
+            num_warps=cfg.num_warps, **extra,
+        )
+        return out
     _paged_mqa_logits_kernel[grid](
         q_arg, kv_cache, weights, context_lens, block_tables, out,
         q.stride(0), q.stride(1), q.stride(2), q.stride(3),
