@@ -134,3 +134,91 @@ def test_only_token_major_launches_compile_the_head_count_in():
     assert heads_constexpr((4, 1, False)) == 6
     assert heads_constexpr((4, 1, False, False, False)) == 0  # switched off
     assert heads_constexpr((4, 1, True)) == 0  # head-major divides by num_tokens at run time
+
+
+# ----------------------------------------------------------------------------- persistent paged grid
+
+# (name, batch, next_n, heads, block, mml, lengths, rows, lens_2d): lengths 0 and 1, a full row, a request
+# much longer than the others (one program's stretch crosses several request boundaries), next_n < rows
+PERSISTENT = [
+    ("n2_rows2", 5, 2, 16, 16, 100, [1, 47, 100, 0, 33], 2, False),
+    ("n2_rows2_2d", 3, 2, 16, 16, 100, [0, 47, 99], 2, True),
+    ("n1_rows1", 5, 1, 16, 16, 70, [3, 0, 70, 33, 16], 1, False),
+    ("n1_rows1_2d", 2, 1, 32, 32, 130, [130, 9], 1, True),
+    ("n3_rows4", 2, 3, 16, 16, 90, [3, 70], 4, False),
+]
+
+
+@pytest.mark.parametrize("clean", [True, False])
+@pytest.mark.parametrize("fill_first", [False, True])
+@pytest.mark.parametrize("case", PERSISTENT, ids=[c[0] for c in PERSISTENT])
+def test_persistent_grid_gives_the_split_launchs_bits(case, fill_first, clean):
+    # PagedConfig.persistent: programs take even stretches of the flattened (request, key tile) range
+    # (2 and 3 programs per "SM", i.e. 16 and 24 under the interpreter: more programs than tiles in
+    # some cases, so some have none); the output must equal the split launch's bit for bit, every
+    # position written when cleaning and only valid ones otherwise, garbage table entries never read.
+    _, batch, next_n, heads, bs, mml, lengths, rows, lens_2d = case
+    inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, 64, bs, mml, torch.tensor(lengths), seed=5,
+                                          device=DEVICE, lens_2d=lens_2d)
+    bt = inputs["block_tables"]
+    for b, length in enumerate(lengths):  # entries past each sequence: garbage, never read
+        bt[b, -(-length // bs):] = (-1) ** b * (2**30 + b)
+    exp = mqa_check.paged_expected(inputs)
+    split = PagedConfig(rows=rows, splits=2, num_stages=5, split_rows=True, fill_n=16)
+    outs = []
+    for cfg in (split, dataclasses.replace(split, persistent=2, fill_first=fill_first),
+                dataclasses.replace(split, persistent=3, fill_first=fill_first)):
+        out = torch.full((batch * next_n, mml), float("nan"), device=DEVICE)
+        fp8_paged_mqa_logits(**inputs, clean_logits=clean, out=out, config=cfg)
+        mqa_check.check(out, exp, cleaned=clean)
+        if not clean:
+            assert torch.isnan(out[~exp.valid.to(out.device)]).all(), "clean_logits=False wrote an invalid position"
+        outs.append(out)
+    written = ~torch.isnan(outs[0])
+    for other in outs[1:]:
+        assert torch.equal(written, ~torch.isnan(other))
+        assert torch.equal(outs[0][written].view(torch.int32), other[written].view(torch.int32))
+
+
+def test_persistent_grid_refuses_what_it_cannot_hold():
+    inputs = paged_mqa_logits.make_inputs(2, 3, 16, 64, 16, 64, torch.tensor([10, 64]), seed=1, device=DEVICE)
+    for cfg in (PagedConfig(rows=2, splits=1, split_rows=True, persistent=2),  # next_n 3 > 2 rows
+                PagedConfig(rows=4, splits=1, split_rows=False, persistent=2),
+                PagedConfig(rows=4, splits=1, split_rows=True, pair_blocks=True, persistent=2)):
+        with pytest.raises(ValueError, match="persistent"):
+            fp8_paged_mqa_logits(**inputs, config=cfg)
+
+
+# ----------------------------------------------------------------------------- merge without masks
+
+
+@pytest.mark.parametrize("shape", [(8, 4, 64, "hn"), (6, 3, 64, "nh"), (5, 4, 48, "hn"), (7, 3, 64, "hn")], ids=str)
+@pytest.mark.parametrize("cfg", [(4, 1, False), (2, 1, True), (1, 1, False)], ids=str)
+def test_merge_without_masks_or_with_32_bit_offsets_gives_the_same_bits(shape, cfg):
+    # config[6] (no masks: applied only where every program's rows exist and BLOCK_D == D) and
+    # config[7] (32-bit offsets: applied only where every tensor's offsets fit)
+    n, heads, d, layout = shape
+    results = []
+    for even, idx32 in ((False, False), (True, False), (True, True), (False, True)):
+        args = merge_inputs(n, heads, d, torch.bfloat16, layout, seed=n + heads, device=DEVICE)
+        mas._merge(**args, lse_layout=layout, config=(*cfg, False, True, None, even, idx32),
+                   prefill_tokens_with_context=n // 2)
+        check_against_reference(mas, args, layout, limit=n // 2, label=f"{shape} {cfg} even={even} idx32={idx32}")
+        results.append((args["output"].clone(), args["output_lse"].clone()))
+    for out, lse in results[1:]:
+        assert torch.equal(results[0][0].view(torch.int16), out.view(torch.int16))
+        assert torch.equal(results[0][1].view(torch.int32), lse.view(torch.int32))
+
+
+def test_merge_drops_masks_only_where_the_shape_allows():
+    def flags(n, heads, d, config):
+        args = merge_inputs(n, heads, d, torch.float16, "hn", seed=2, device=DEVICE)
+        mas._PLANS.clear()
+        plan = mas._make_plan(args["output"], args["prefix_output"], args["prefix_lse"], args["suffix_output"],
+                              args["suffix_lse"], args["output_lse"], None, None, "hn", config)
+        return plan.constexprs["EVEN"], plan.constexprs["IDX32"]
+
+    assert flags(8, 4, 64, None) == (False, False)  # off by default
+    assert flags(8, 4, 64, (4, 1, False, False, True, None, True, True)) == (True, True)
+    assert flags(7, 3, 64, (4, 1, False, False, True, None, True, True)) == (False, True)  # 21 rows, 4 per program
+    assert flags(8, 4, 48, (4, 1, False, False, True, None, True, True)) == (False, True)  # D 48 < BLOCK_D 64
