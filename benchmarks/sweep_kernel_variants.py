@@ -95,9 +95,8 @@ def paged_variants(batch: int, next_n: int, blocks: int, sms: int, default) -> l
     # shared memory allows; no spill in the key loop), the one-row program 85 (five) or 80 capped (six).
     if next_n == 2:
         r2 = pm.PagedConfig(rows=2, splits=1, num_warps=4, num_stages=5, split_rows=True, pdl=default.pdl)
-        out += [("r2 persistent 5/SM reg96", rep(r2, persistent=5, maxnreg=96)),
-                ("r2 persistent 5/SM reg96 fill-first", rep(r2, persistent=5, maxnreg=96, fill_first=True)),
-                ("r2 persistent 4/SM", rep(r2, persistent=4))]
+        out += [("previous default (split, 16/SM)", rep(default, persistent=0, maxnreg=0)),
+                ("r2 persistent 5/SM reg96 fill-first", rep(r2, persistent=5, maxnreg=96, fill_first=True))]
     elif next_n == 1:
         r1 = pm.PagedConfig(rows=1, splits=1, num_warps=4, num_stages=5, split_rows=True, pdl=default.pdl)
         out += [("r1 persistent 6/SM reg80", rep(r1, persistent=6, maxnreg=80)),

@@ -59,8 +59,15 @@ MIN_BLOCKS_PER_PROGRAM = 5
 KEY_STAGES = 5
 
 
+#: programs per SM of the persistent next_n = 2 grid, and the register cap that lets that many fit: the
+#: sm_90 build (H = 64, D = 128, block 64) takes 41.7 KB of shared memory, i.e. at most five programs per
+#: SM, and 128 registers uncapped (four); capped at 96 it spills only outside the key loop (run kernels-s4-3)
+PERSISTENT_PER_SM = 5
+PERSISTENT_MAXNREG = 96
+
+
 def default_config(batch: int, next_n: int, heads: int, block_size: int, max_model_len: int,
-                   device: torch.device, max_blocks: int | None = None) -> PagedConfig:
+                   device: torch.device, max_blocks: int | None = None, dim: int = 128) -> PagedConfig:
     """Shape-only launch choice. ``max_blocks`` is the block-table width (a shape, default from max_model_len)."""
     rows = min(_launch.next_pow2(next_n), max(1, 128 // heads))
     row_tiles = _launch.cdiv(next_n, rows)
@@ -87,8 +94,15 @@ def default_config(batch: int, next_n: int, heads: int, block_size: int, max_mod
         # No register cap (PagedConfig.maxnreg): this program's sm_90 build takes 94 registers and 41.7 KB of
         # shared memory (five programs per SM, bound by shared memory); a cap of 168 or 128 makes ptxas
         # allocate 116 or 110 and was 1-3% slower on six of the seven next_n = 2 shapes (H200 run kernels-s4-1).
+        # Persistent grid (run kernels-s4-3): PERSISTENT_PER_SM programs per SM share the flattened
+        # (request, key tile) range evenly, one contiguous stretch each, instead of B x splits programs
+        # of about four tiles each at B = 64, ctx 8k. Only where the program's shared memory and capped
+        # registers are known to fit that many per SM (block <= 64, D <= 128, H <= 64); otherwise a
+        # persistent grid would run in two waves.
+        fits = block_size <= 64 and dim <= 128 and heads <= 64
         return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=KEY_STAGES, split_rows=True,
-                           pdl=pdl)
+                           pdl=pdl, persistent=PERSISTENT_PER_SM if fits else 0,
+                           maxnreg=PERSISTENT_MAXNREG if fits else 0)
     # next_n 3-4 (not in the benchmark; unchanged since the 2026-11-29 sweeps): a dot per row over two
     # KV blocks at a time.
     return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=4, split_rows=True, pair_blocks=True,
@@ -359,11 +373,14 @@ def _paged_mqa_logits_persistent_kernel(
     t = tl.arange(0, BS)
     d = tl.arange(0, D)
     r0 = pid * 0  # row 0 of the request as a tensor (the interpreter rejects int masks)
-    start = tl.sum(tl.where(ib == b_first, excl, 0), axis=0)
     for bi in range(b_first, b_end):
         b = pid * 0 + bi  # a tensor also under the interpreter (whose loops yield ints)
-        # reloaded (an L2 hit) rather than picked out of ``tiles``: no [BLOCK_B] vector stays live in the loop
-        nt = _request_tiles(lens_ptr, b, b >= 0, next_n, limit, stride_lb, stride_ln, BS, ROWS, LENS_2D)
+        # Picked out of ``excl`` in every iteration, not carried from the last one: Triton 3.6 dropped
+        # that loop-carried value (``start = start + nt``) when pipelining the inner loop (the TTIR
+        # carries it, the TTGIR of the sm_90 build does not), so every stretch after a program's first
+        # request started at the wrong tile (H200 run kernels-s4-2: unwritten positions).
+        start = tl.sum(tl.where(ib == b, excl, 0), axis=0)
+        nt = tl.sum(tl.where(ib == b, tiles, 0), axis=0)
         lo = tl.maximum(g0, start) - start
         hi = tl.minimum(g1, start + nt) - start
         q0, w0 = _load_row_query(q_ptr, w_ptr, b, r0 + 0, next_n, stride_qb, stride_qn, stride_qh, stride_qd,
@@ -403,7 +420,9 @@ def _paged_mqa_logits_persistent_kernel(
                            r0 + 2 < next_n, max_model_len, CLEAN)
                 _store_row(out_ptr, row + 3, stride_or, p, _masked(_row_scores(k, q3, w3) * scale, bad), end3,
                            r0 + 3 < next_n, max_model_len, CLEAN)
-        start += nt
+        # every warp is done with this stretch's shared-memory tiles (and query tiles) before the next
+        # stretch's prologue copies into the same buffers
+        tl.debug_barrier()
 
     if CLEAN and not FILL_FIRST:
         for item in range(pid, batch * fill_parts, progs):
@@ -556,7 +575,7 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
     rows_total = batch * next_n
     out = _fp8.logits_buffer(out, rows_total, max_model_len, device)
     cfg = config or default_config(batch, next_n, heads, block_size, max_model_len, device,
-                                   max_blocks=block_tables.shape[1])
+                                   max_blocks=block_tables.shape[1], dim=dim)
     if cfg.split_rows and (cfg.rows not in (1, 2, 4) or cfg.reduce_dot):
         raise ValueError(f"split_rows needs rows in (1, 2, 4) and reduce_dot=False, got {cfg}")
     use_fp8 = _fp8.native_fp8_dot(device) if fp8_dot is None else bool(fp8_dot)

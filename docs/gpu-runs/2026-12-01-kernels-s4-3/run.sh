@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# GPU run s4-3 of 2026-12-01 (kernels): the persistent next_n = 2 paged-MQA grid as the default (after the
+# s4-2 fix: each stretch's start is picked out of the prefix sums, not carried across requests). The sweep
+# first (new default against the previous one on every decode shape, float64 oracle on two shapes), then
+# bench_mqa_logits.py, the kernel GPU tests, the knob tests natively, graphcheck's audit of the kernels,
+# and bench_merge_attn_states.py (merge code unchanged by default). Run from the root of a copy of the branch.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+HERE="$(cd "$(dirname "$0")" && pwd)"
+cd "$HERE/../../.."
+python3 -m pip install -q --no-deps --no-build-isolation -e . > /tmp/pip.log 2>&1 || { cat /tmp/pip.log; exit 1; }
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } > "$OUT/env.txt" 2>&1
+t0=$(date +%s)
+timeout 60 python3 benchmarks/sweep_kernel_variants.py --only paged --json "$OUT/sweep.json" > "$OUT/sweep.log" 2>&1
+echo "sweep rc=$? $(( $(date +%s) - t0 )) s"
+grep -E "^\| paged" "$OUT/sweep.log" | awk -F'|' '{printf "%s|%s|%s|%s|%s|%s\n", $3, $4, $5, $7, $8, substr($10,1,40)}' | sed 's/  */ /g'
+t0=$(date +%s)
+timeout 100 python3 benchmarks/bench_mqa_logits.py --json "$OUT/bench-mqa.json" > "$OUT/bench-mqa.log" 2>&1
+echo "mqa bench rc=$? $(( $(date +%s) - t0 )) s"
+grep -A16 "^FP8 paged MQA" "$OUT/bench-mqa.log" | cut -f2,3,5,9,10,13,14 -d'|'
+export GRAPHCHECK_REQUIRE_GPU=1
+t0=$(date +%s)
+timeout 100 python3 -m pytest -m gpu -n 4 -q -p no:cacheprovider tests/kernels > "$OUT/tests.log" 2>&1
+echo "gpu tests rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/tests.log"
+t0=$(date +%s)
+timeout 45 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_kernel_launch_knobs.py -k "persistent or default_paged or fill_first" >> "$OUT/tests.log" 2>&1
+echo "knob tests natively rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/tests.log"
+grep -E "passed|failed|^FAILED|^ERROR" "$OUT/tests.log" | head -12
+t0=$(date +%s)
+timeout 60 graphcheck audit graphcheck.kernels --gpu required >> "$OUT/tests.log" 2>&1
+echo "audit rc=$? $(( $(date +%s) - t0 )) s"; tail -3 "$OUT/tests.log"
+t0=$(date +%s)
+timeout 50 python3 benchmarks/bench_merge_attn_states.py --json "$OUT/bench-merge.json" > "$OUT/bench-merge.log" 2>&1
+echo "merge bench rc=$? $(( $(date +%s) - t0 )) s"
+grep -A8 "^merge_attn_states, H" "$OUT/bench-merge.log" | cut -f2-9 -d'|'
