@@ -2,8 +2,8 @@
 # GPU run s4-3 of 2026-12-01 (kernels): the persistent next_n = 2 paged-MQA grid as the default (after the
 # s4-2 fix: each stretch's start is picked out of the prefix sums, not carried across requests). The sweep
 # first (new default against the previous one on every decode shape, float64 oracle on two shapes), then
-# bench_mqa_logits.py, the kernel GPU tests, the knob tests natively, graphcheck's audit of the kernels,
-# and bench_merge_attn_states.py (merge code unchanged by default). Run from the root of a copy of the branch.
+# bench_mqa_logits.py, the kernel GPU tests, the knob tests natively and graphcheck's audit of the kernels
+# (merge_attn_states unchanged by default; its numbers are run s4-2's sweep). Run from the root of a copy of the branch.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -30,7 +30,3 @@ grep -E "passed|failed|^FAILED|^ERROR" "$OUT/tests.log" | head -12
 t0=$(date +%s)
 timeout 60 graphcheck audit graphcheck.kernels --gpu required >> "$OUT/tests.log" 2>&1
 echo "audit rc=$? $(( $(date +%s) - t0 )) s"; tail -3 "$OUT/tests.log"
-t0=$(date +%s)
-timeout 50 python3 benchmarks/bench_merge_attn_states.py --json "$OUT/bench-merge.json" > "$OUT/bench-merge.log" 2>&1
-echo "merge bench rc=$? $(( $(date +%s) - t0 )) s"
-grep -A8 "^merge_attn_states, H" "$OUT/bench-merge.log" | cut -f2-9 -d'|'
