@@ -15,6 +15,8 @@ t0=$(date +%s)
 timeout 60 python3 benchmarks/sweep_kernel_variants.py --only paged --json "$OUT/sweep.json" > "$OUT/sweep.log" 2>&1
 echo "sweep rc=$? $(( $(date +%s) - t0 )) s"
 grep -E "^\| paged" "$OUT/sweep.log" | awk -F'|' '{printf "%s|%s|%s|%s|%s|%s\n", $3, $4, $5, $7, $8, substr($10,1,40)}' | sed 's/  */ /g'
+# stop here (saving device time) if any variant disagreed with the oracle or the shipped output
+if grep -qE "AssertionError|Traceback" "$OUT/sweep.log"; then grep -E "AssertionError|Error" "$OUT/sweep.log" | head -5; exit 3; fi
 t0=$(date +%s)
 timeout 100 python3 benchmarks/bench_mqa_logits.py --json "$OUT/bench-mqa.json" > "$OUT/bench-mqa.log" 2>&1
 echo "mqa bench rc=$? $(( $(date +%s) - t0 )) s"
