@@ -1,16 +1,16 @@
 """Sweep of kernel variants against the shipped launch, each checked for correctness first.
 
 Decode (``fp8_paged_mqa_logits``) on every shape of ``bench_mqa_logits.py``:
-the shipped configuration (timed first and last) and, for next_n = 2,
-candidates selected by ``PagedConfig`` (a register cap through ``maxnreg``, eight warps,
-six stages, 8-32 programs per SM). Each
+the shipped configuration (timed first and last) and candidates selected by
+``PagedConfig`` (now: the persistent grid, ``persistent``, for next_n = 1 and 2;
+earlier runs: register caps, eight warps, six stages, 8-32 programs per SM). Each
 candidate is checked against the float64 oracle of ``tests/kernels/mqa_check.py``
 on one shape per next_n and against the shipped kernel's output on every shape
 (same -inf mask, values to fp32 rounding), outputs poisoned with NaN first.
 
 ``merge_attn_states`` at N = 256, 4096 and 65536 (bf16, H = 32, D = 128): the
-shipped launch, and at N = 256 one-warp programs of 1-8 rows (token-major with
-num_heads compiled in, or head-major) and the LSE math before the loads, each
+shipped launch and the same launch without masks / with 32-bit offsets (earlier
+runs: one-warp programs of 1-8 rows, head-major, the LSE math first), each
 checked against the float64 reference; plus the per-node cost of an empty
 kernel in a CUDA graph (with and without PDL), the floor under any tiny kernel.
 
@@ -87,15 +87,16 @@ def paged_variants(batch: int, next_n: int, blocks: int, sms: int, default) -> l
 
     rep = dataclasses.replace
     out = [("shipped", default)]
-    # Run s4-2: a persistent grid (PagedConfig.persistent): P = k·SMs programs share the flattened
-    # (request, key tile) range evenly, one contiguous stretch each, so a short request range (B=64
-    # ctx 8k: about four tiles per program before) no longer pays a pipeline fill per four tiles, and
-    # lengths that differ cost no tail. k must not exceed the programs that fit on an SM: the sm_90
-    # build of the two-row program takes 128 registers (four per SM) unless capped at 96 (five, as
-    # shared memory allows; no spill in the key loop), the one-row program 85 (five) or 80 capped (six).
+    # Runs s4-2/s4-3: a persistent grid (PagedConfig.persistent): P = k·SMs programs share the flattened
+    # (request, key tile) range evenly, one contiguous stretch each, so that a short request range (B=64
+    # ctx 8k: about four tiles per program) pays no pipeline fill per four tiles and uneven lengths leave no
+    # tail. k must not exceed the programs that fit on an SM: the sm_90 build of the two-row program takes
+    # 128 registers (four per SM) unless capped at 96 (five, as shared memory allows; no spill in the key
+    # loop), the one-row program 85 (five) or 80 capped (six). Run s4-3 (the fixed kernel): 2-6% slower than
+    # the split launch on every next_n = 2 shape, 1-11% slower on five of six next_n = 1 shapes.
     if next_n == 2:
         r2 = pm.PagedConfig(rows=2, splits=1, num_warps=4, num_stages=5, split_rows=True, pdl=default.pdl)
-        out += [("previous default (split, 16/SM)", rep(default, persistent=0, maxnreg=0)),
+        out += [("r2 persistent 5/SM reg96", rep(r2, persistent=5, maxnreg=96)),
                 ("r2 persistent 5/SM reg96 fill-first", rep(r2, persistent=5, maxnreg=96, fill_first=True))]
     elif next_n == 1:
         r1 = pm.PagedConfig(rows=1, splits=1, num_warps=4, num_stages=5, split_rows=True, pdl=default.pdl)
@@ -245,7 +246,7 @@ def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
         # programs, fewer accesses per thread), and the LSE math before the loads. None won at N = 256:
         # 1, 2 and 8 rows 10.5, 5.4 and 3.32 µs, the LSE math first 3.39, against 3.06-3.08 shipped.
         # Run s4-2: the shipped launch without masks (every program's rows exist, BLOCK_D == D) and with
-        # 32-bit offsets (config[6], config[7]).
+        # 32-bit offsets (config[6], config[7]): N = 256 3.17 / 3.14 µs against 3.08 / 3.09 shipped.
         cfg_even = (rows, warps, head_major, True, True, None, True, False)
         cfg_even32 = (rows, warps, head_major, True, True, None, True, True)
         shapes = [("shipped pdl", shipped), ("shipped, no masks", cfg_even), ("shipped, no masks, 32-bit offsets",

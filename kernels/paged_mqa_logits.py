@@ -59,15 +59,15 @@ MIN_BLOCKS_PER_PROGRAM = 5
 KEY_STAGES = 5
 
 
-#: programs per SM of the persistent next_n = 2 grid, and the register cap that lets that many fit: the
-#: sm_90 build (H = 64, D = 128, block 64) takes 41.7 KB of shared memory, i.e. at most five programs per
-#: SM, and 128 registers uncapped (four); capped at 96 it spills only outside the key loop (run kernels-s4-3)
-PERSISTENT_PER_SM = 5
-PERSISTENT_MAXNREG = 96
+#: ``PagedConfig.persistent`` is for sweeps (default 0). H200 run kernels-s4-3, every next_n = 2 shape: a
+#: persistent grid of five programs per SM (the most that fit: 41.7 KB of shared memory; registers capped
+#: at 96, 128 uncapped) sharing the flattened key-tile range evenly was 2-6% slower than the split launch
+#: (B=64 ctx 8k mml 16k 32.7-32.9 µs against 31.9), so the short-chunk pipeline fills and uneven request
+#: lengths are not what holds that shape back.
 
 
 def default_config(batch: int, next_n: int, heads: int, block_size: int, max_model_len: int,
-                   device: torch.device, max_blocks: int | None = None, dim: int = 128) -> PagedConfig:
+                   device: torch.device, max_blocks: int | None = None) -> PagedConfig:
     """Shape-only launch choice. ``max_blocks`` is the block-table width (a shape, default from max_model_len)."""
     rows = min(_launch.next_pow2(next_n), max(1, 128 // heads))
     row_tiles = _launch.cdiv(next_n, rows)
@@ -94,15 +94,8 @@ def default_config(batch: int, next_n: int, heads: int, block_size: int, max_mod
         # No register cap (PagedConfig.maxnreg): this program's sm_90 build takes 94 registers and 41.7 KB of
         # shared memory (five programs per SM, bound by shared memory); a cap of 168 or 128 makes ptxas
         # allocate 116 or 110 and was 1-3% slower on six of the seven next_n = 2 shapes (H200 run kernels-s4-1).
-        # Persistent grid (run kernels-s4-3): PERSISTENT_PER_SM programs per SM share the flattened
-        # (request, key tile) range evenly, one contiguous stretch each, instead of B x splits programs
-        # of about four tiles each at B = 64, ctx 8k. Only where the program's shared memory and capped
-        # registers are known to fit that many per SM (block <= 64, D <= 128, H <= 64); otherwise a
-        # persistent grid would run in two waves.
-        fits = block_size <= 64 and dim <= 128 and heads <= 64
         return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=KEY_STAGES, split_rows=True,
-                           pdl=pdl, persistent=PERSISTENT_PER_SM if fits else 0,
-                           maxnreg=PERSISTENT_MAXNREG if fits else 0)
+                           pdl=pdl)
     # next_n 3-4 (not in the benchmark; unchanged since the 2026-11-29 sweeps): a dot per row over two
     # KV blocks at a time.
     return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=4, split_rows=True, pair_blocks=True,
@@ -324,7 +317,8 @@ def _request_tiles(lens_ptr, b, b_ok, next_n, limit, stride_lb, stride_ln, BS: t
     e = tl.load(lens_ptr + b * stride_lb, mask=b_ok, other=0)
     if LENS_2D:
         for j in tl.static_range(1, ROWS):
-            e = tl.maximum(e, tl.load(lens_ptr + b * stride_lb + j * stride_ln, mask=b_ok & ((b * 0 + j) < next_n), other=0))
+            j_ok = b_ok & ((b * 0 + j) < next_n)  # a tensor mask (the interpreter rejects int comparisons here)
+            e = tl.maximum(e, tl.load(lens_ptr + b * stride_lb + j * stride_ln, mask=j_ok, other=0))
     e = tl.minimum(tl.maximum(e, 0), limit)
     return tl.cdiv(e, BS)
 
@@ -367,8 +361,8 @@ def _paged_mqa_logits_persistent_kernel(
         for item in range(pid, batch * fill_parts, progs):
             fb = pid * 0 + item // fill_parts
             nt = _request_tiles(lens_ptr, fb, fb >= 0, next_n, limit, stride_lb, stride_ln, BS, ROWS, LENS_2D)
-            _fill_tail(out_ptr, fb, pid * 0, next_n, stride_or, nt * BS, item - fb * fill_parts, fill_parts, max_model_len,
-                       ROWS, FILL_N)
+            _fill_tail(out_ptr, fb, pid * 0, next_n, stride_or, nt * BS, item - fb * fill_parts, fill_parts,
+                       max_model_len, ROWS, FILL_N)
 
     t = tl.arange(0, BS)
     d = tl.arange(0, D)
@@ -428,8 +422,8 @@ def _paged_mqa_logits_persistent_kernel(
         for item in range(pid, batch * fill_parts, progs):
             fb = pid * 0 + item // fill_parts
             nt = _request_tiles(lens_ptr, fb, fb >= 0, next_n, limit, stride_lb, stride_ln, BS, ROWS, LENS_2D)
-            _fill_tail(out_ptr, fb, pid * 0, next_n, stride_or, nt * BS, item - fb * fill_parts, fill_parts, max_model_len,
-                       ROWS, FILL_N)
+            _fill_tail(out_ptr, fb, pid * 0, next_n, stride_or, nt * BS, item - fb * fill_parts, fill_parts,
+                       max_model_len, ROWS, FILL_N)
 
 
 def _is_int(value: Any) -> bool:
@@ -575,7 +569,7 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
     rows_total = batch * next_n
     out = _fp8.logits_buffer(out, rows_total, max_model_len, device)
     cfg = config or default_config(batch, next_n, heads, block_size, max_model_len, device,
-                                   max_blocks=block_tables.shape[1], dim=dim)
+                                   max_blocks=block_tables.shape[1])
     if cfg.split_rows and (cfg.rows not in (1, 2, 4) or cfg.reduce_dot):
         raise ValueError(f"split_rows needs rows in (1, 2, 4) and reduce_dot=False, got {cfg}")
     use_fp8 = _fp8.native_fp8_dot(device) if fp8_dot is None else bool(fp8_dot)
