@@ -9,8 +9,8 @@ on one shape per next_n and against the shipped kernel's output on every shape
 (same -inf mask, values to fp32 rounding), outputs poisoned with NaN first.
 
 ``merge_attn_states`` at N = 256, 4096 and 65536 (bf16, H = 32, D = 128): the
-shipped launch and the same launch without masks / with 32-bit offsets (earlier
-runs: one-warp programs of 1-8 rows, head-major, the LSE math first), each
+shipped launch (earlier runs also one-warp programs of 1-8 rows, head-major, the
+LSE math first, no masks, 32-bit offsets), each
 checked against the float64 reference; plus the per-node cost of an empty
 kernel in a CUDA graph (with and without PDL), the floor under any tiny kernel.
 
@@ -242,17 +242,11 @@ def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
         rows, warps, head_major = mas.default_config(n, heads, dim, dtype, "hn")
         shipped = (rows, warps, head_major, True)
         # (rows, warps, head_major, pdl[, num_heads compiled in (default: yes, token-major only)[, load both
-        # parts first]]); every candidate with PDL. Run s4-1: one-warp programs of fewer or more rows (more
-        # programs, fewer accesses per thread), and the LSE math before the loads. None won at N = 256:
-        # 1, 2 and 8 rows 10.5, 5.4 and 3.32 µs, the LSE math first 3.39, against 3.06-3.08 shipped.
-        # Run s4-2: the shipped launch without masks (every program's rows exist, BLOCK_D == D) and with
-        # 32-bit offsets (config[6], config[7]): N = 256 3.17 / 3.14 µs against 3.08 / 3.09 shipped.
-        cfg_even = (rows, warps, head_major, True, True, None, True, False)
-        cfg_even32 = (rows, warps, head_major, True, True, None, True, True)
-        shapes = [("shipped pdl", shipped), ("shipped, no masks", cfg_even), ("shipped, no masks, 32-bit offsets",
-                                                                              cfg_even32)]
-        if n > 4096:
-            shapes = [shapes[0], shapes[2]]
+        # parts first]]). Run s4-2 timed the shipped launch without masks and with 32-bit offsets (launch
+        # options of commit 857c095, removed after the run): N = 256 3.17 / 3.14 µs against 3.08 / 3.09
+        # shipped, no faster at N = 4096 / 65536. Run s4-1: one-warp programs of 1, 2 and 8 rows 10.5, 5.4
+        # and 3.32 µs, the LSE math first 3.39, against 3.06-3.08.
+        shapes = [("shipped pdl", shipped)]
         cands = list(shapes) + [("shipped pdl (again)", shipped)]
         per_graph = 100 if n <= 4096 else 20
         for name, cfg in cands:

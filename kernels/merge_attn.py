@@ -92,7 +92,7 @@ def _merge_attn_states_kernel(
     HEAD_SIZE: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr,
     HEAD_MAJOR: tl.constexpr, HAS_OUT_LSE: tl.constexpr, LIMIT_MODE: tl.constexpr,
     FP8_OUT: tl.constexpr, FP8_MAX: tl.constexpr, LOAD_FIRST: tl.constexpr, PDL: tl.constexpr,
-    HEADS: tl.constexpr, EVEN: tl.constexpr = False, IDX32: tl.constexpr = False,
+    HEADS: tl.constexpr,
 ):
     _pdl.enter(PDL)
     # One program merges ROWS (token, head) rows. Rows are numbered head-major
@@ -112,41 +112,24 @@ def _merge_attn_states_kernel(
         row_ok = rows < num_tokens * num_heads
         t = rows // num_heads
         h = rows - t * num_heads
-    # EVEN: every row of every program exists and BLOCK_D == HEAD_SIZE (no masks at all); IDX32: every
-    # element offset fits in 32 bits (int32 index arithmetic)
-    if IDX32:
-        t64 = t
-        h64 = h
-    else:
-        t64 = t.to(tl.int64)
-        h64 = h.to(tl.int64)
+    t64 = t.to(tl.int64)
+    h64 = h.to(tl.int64)
 
+    p = tl.load(pre_lse_ptr + t64 * plse_st + h64 * plse_sh, mask=row_ok, other=float("-inf"))
+    s = tl.load(suf_lse_ptr + t64 * slse_st + h64 * slse_sh, mask=row_ok, other=float("-inf"))
     d = tl.arange(0, BLOCK_D)
-    if EVEN:
-        row_ok = None
-        io_mask = None
-    elif BLOCK_D == HEAD_SIZE:
+    if BLOCK_D == HEAD_SIZE:
         io_mask = row_ok[:, None]
     else:
         io_mask = row_ok[:, None] & (d < HEAD_SIZE)[None, :]
-    if EVEN:
-        p = tl.load(pre_lse_ptr + t64 * plse_st + h64 * plse_sh)
-        s = tl.load(suf_lse_ptr + t64 * slse_st + h64 * slse_sh)
-    else:
-        p = tl.load(pre_lse_ptr + t64 * plse_st + h64 * plse_sh, mask=row_ok, other=float("-inf"))
-        s = tl.load(suf_lse_ptr + t64 * slse_st + h64 * slse_sh, mask=row_ok, other=float("-inf"))
 
     pre_rows = pre_ptr + (t64 * pre_st + h64 * pre_sh)
     suf_rows = suf_ptr + (t64 * suf_st + h64 * suf_sh)
     if LOAD_FIRST:
         # small programs: the outputs are loaded without waiting for the LSEs (one memory round
         # trip instead of two; a select below drops empty parts)
-        if EVEN:
-            x = tl.load(pre_rows[:, None] + d[None, :]).to(tl.float32)
-            y = tl.load(suf_rows[:, None] + d[None, :]).to(tl.float32)
-        else:
-            x = tl.load(pre_rows[:, None] + d[None, :], mask=io_mask, other=0.0).to(tl.float32)
-            y = tl.load(suf_rows[:, None] + d[None, :], mask=io_mask, other=0.0).to(tl.float32)
+        x = tl.load(pre_rows[:, None] + d[None, :], mask=io_mask, other=0.0).to(tl.float32)
+        y = tl.load(suf_rows[:, None] + d[None, :], mask=io_mask, other=0.0).to(tl.float32)
     p = tl.where(p == float("inf"), float("-inf"), p)
     s = tl.where(s == float("inf"), float("-inf"), s)
     if LIMIT_MODE == 1:
@@ -168,14 +151,8 @@ def _merge_attn_states_kernel(
         o = tl.where(sa[:, None] > 0.0, x * sa[:, None], 0.0) + tl.where(sb[:, None] > 0.0, y * sb[:, None], 0.0)
     else:
         # large programs: an empty part (scale 0) is not even read
-        if EVEN:
-            x = tl.load(pre_rows[:, None] + d[None, :], mask=(sa > 0.0)[:, None], other=0.0).to(tl.float32)
-            y = tl.load(suf_rows[:, None] + d[None, :], mask=(sb > 0.0)[:, None], other=0.0).to(tl.float32)
-        else:
-            x = tl.load(pre_rows[:, None] + d[None, :], mask=io_mask & (sa > 0.0)[:, None],
-                        other=0.0).to(tl.float32)
-            y = tl.load(suf_rows[:, None] + d[None, :], mask=io_mask & (sb > 0.0)[:, None],
-                        other=0.0).to(tl.float32)
+        x = tl.load(pre_rows[:, None] + d[None, :], mask=io_mask & (sa > 0.0)[:, None], other=0.0).to(tl.float32)
+        y = tl.load(suf_rows[:, None] + d[None, :], mask=io_mask & (sb > 0.0)[:, None], other=0.0).to(tl.float32)
         o = x * sa[:, None] + y * sb[:, None]
     if FP8_OUT:
         o = o / tl.load(scale_ptr)
@@ -212,7 +189,7 @@ class _Plan:
 
 _PLANS: dict[tuple, _Plan] = {}
 _CONSTEXPR_ORDER = ("HEAD_SIZE", "BLOCK_D", "ROWS", "HEAD_MAJOR", "HAS_OUT_LSE", "LIMIT_MODE", "FP8_OUT", "FP8_MAX",
-                    "LOAD_FIRST", "PDL", "HEADS", "EVEN", "IDX32")
+                    "LOAD_FIRST", "PDL", "HEADS")
 # programs with at most this many bytes of each input load both parts before the LSE math
 _LOAD_FIRST_BYTES = 2048
 
@@ -375,15 +352,6 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
     heads_const = h if (const_heads and not head_major) else 0
     load_first = (bool(rest[2]) if len(rest) > 2 and rest[2] is not None
                   else rows * _launch.next_pow2(max(1, d)) * prefix_output.dtype.itemsize <= _LOAD_FIRST_BYTES)
-    # config[6] / config[7]: EVEN (no masks where every program's rows exist and BLOCK_D == D) and IDX32
-    # (32-bit offsets where every tensor is small enough); off unless asked for (sweeps)
-    bd = _launch.next_pow2(max(1, d))
-    even = bool(rest[3]) if len(rest) > 3 else False
-    even = even and (n * h) % rows == 0 and bd == d
-    idx32 = bool(rest[4]) if len(rest) > 4 else False
-    idx32 = idx32 and all(t is None or sum(st * max(sz - 1, 0) for st, sz in zip(t.stride(), t.shape)) + bd < 2 ** 31
-                          for t in (output, prefix_output, suffix_output, prefix_lse, suffix_lse, output_lse))
-
     def lse_strides(t):
         return (t.stride(1), t.stride(0)) if layout == "hn" else (t.stride(0), t.stride(1))
     olse = lse_strides(output_lse) if output_lse is not None else (0, 0)
@@ -394,7 +362,7 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
                       HEAD_MAJOR=bool(head_major), HAS_OUT_LSE=output_lse is not None,
                       LIMIT_MODE=limit_mode, FP8_OUT=fp8, FP8_MAX=_FP8_MAX,
                       LOAD_FIRST=load_first,
-                      PDL=pdl, HEADS=heads_const, EVEN=even, IDX32=idx32)
+                      PDL=pdl, HEADS=heads_const)
     grid = (_launch.cdiv(n * h, rows),)
     return _Plan(grid, strides, constexprs, num_warps, limit_mode, n, h, n * h * d == 0)
 
@@ -405,10 +373,9 @@ def _desc(t: Any) -> Any:
 
 def _merge(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse=None,
            prefill_tokens_with_context=None, output_scale=None, lse_layout="auto", config=None) -> None:
-    """The wrapper's body; ``config`` = (rows, num_warps, head_major[, pdl[, const_heads[, load_first[, even[,
-    idx32]]]]]) overrides the heuristic (``const_heads``, default True: num_heads compiled into a token-major launch;
-    ``load_first``: both parts loaded before the LSE math, None for the size rule; ``even``: no masks where the
-    shape allows; ``idx32``: 32-bit offsets where the tensors allow)."""
+    """The wrapper's body; ``config`` = (rows, num_warps, head_major[, pdl[, const_heads[, load_first]]])
+    overrides the heuristic (``const_heads``, default True: num_heads compiled into a token-major launch;
+    ``load_first``: both parts loaded before the LSE math, None for the size rule)."""
     limit = prefill_tokens_with_context
     # The plan key holds everything the checks and the launch depend on (shapes,
     # strides, dtypes, devices, which optional arguments are given) and no

@@ -188,38 +188,3 @@ def test_persistent_grid_refuses_what_it_cannot_hold():
                 PagedConfig(rows=4, splits=1, split_rows=True, pair_blocks=True, persistent=2)):
         with pytest.raises(ValueError, match="persistent"):
             fp8_paged_mqa_logits(**inputs, config=cfg)
-
-
-# ----------------------------------------------------------------------------- merge without masks
-
-
-@pytest.mark.parametrize("shape", [(8, 4, 64, "hn"), (6, 3, 64, "nh"), (5, 4, 48, "hn"), (7, 3, 64, "hn")], ids=str)
-@pytest.mark.parametrize("cfg", [(4, 1, False), (2, 1, True), (1, 1, False)], ids=str)
-def test_merge_without_masks_or_with_32_bit_offsets_gives_the_same_bits(shape, cfg):
-    # config[6] (no masks: applied only where every program's rows exist and BLOCK_D == D) and
-    # config[7] (32-bit offsets: applied only where every tensor's offsets fit)
-    n, heads, d, layout = shape
-    results = []
-    for even, idx32 in ((False, False), (True, False), (True, True), (False, True)):
-        args = merge_inputs(n, heads, d, torch.bfloat16, layout, seed=n + heads, device=DEVICE)
-        mas._merge(**args, lse_layout=layout, config=(*cfg, False, True, None, even, idx32),
-                   prefill_tokens_with_context=n // 2)
-        check_against_reference(mas, args, layout, limit=n // 2, label=f"{shape} {cfg} even={even} idx32={idx32}")
-        results.append((args["output"].clone(), args["output_lse"].clone()))
-    for out, lse in results[1:]:
-        assert torch.equal(results[0][0].view(torch.int16), out.view(torch.int16))
-        assert torch.equal(results[0][1].view(torch.int32), lse.view(torch.int32))
-
-
-def test_merge_drops_masks_only_where_the_shape_allows():
-    def flags(n, heads, d, config):
-        args = merge_inputs(n, heads, d, torch.float16, "hn", seed=2, device=DEVICE)
-        mas._PLANS.clear()
-        plan = mas._make_plan(args["output"], args["prefix_output"], args["prefix_lse"], args["suffix_output"],
-                              args["suffix_lse"], args["output_lse"], None, None, "hn", config)
-        return plan.constexprs["EVEN"], plan.constexprs["IDX32"]
-
-    assert flags(8, 4, 64, None) == (False, False)  # off by default
-    assert flags(8, 4, 64, (4, 1, False, False, True, None, True, True)) == (True, True)
-    assert flags(7, 3, 64, (4, 1, False, False, True, None, True, True)) == (False, True)  # 21 rows, 4 per program
-    assert flags(8, 4, 48, (4, 1, False, False, True, None, True, True)) == (False, True)  # D 48 < BLOCK_D 64
