@@ -243,9 +243,10 @@ def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
         shipped = (rows, warps, head_major, True)
         # (rows, warps, head_major, pdl[, num_heads compiled in (default: yes, token-major only)[, load both
         # parts first]]). Run s4-2 timed the shipped launch without masks and with 32-bit offsets (launch
-        # options of commit 857c095, removed after the run): N = 256 3.17 / 3.14 µs against 3.08 / 3.09
-        # shipped, no faster at N = 4096 / 65536. Run s4-1: one-warp programs of 1, 2 and 8 rows 10.5, 5.4
-        # and 3.32 µs, the LSE math first 3.39, against 3.06-3.08.
+        # options EVEN/IDX32 of the commit that added PagedConfig.persistent, removed after the run):
+        # N = 256 3.17 / 3.14 µs against 3.08 / 3.09 shipped, no faster at N = 4096 / 65536. Run s4-1:
+        # one-warp programs of 1, 2 and 8 rows 10.5, 5.4 and 3.32 µs, the LSE math first 3.39, against
+        # 3.06-3.08.
         shapes = [("shipped pdl", shipped)]
         cands = list(shapes) + [("shipped pdl (again)", shipped)]
         per_graph = 100 if n <= 4096 else 20
