@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator
+from typing import cast
 
 from graphcheck.lint.scope import iter_own_statements
 
@@ -36,6 +37,9 @@ class Region:
     end: int  # last line of the region
     label: str  # "the `with torch.cuda.graph` body at line 12"
     statements: list[ast.stmt]  # the region's statements, in source order (nested blocks inside them)
+    # the stream the graph captures on, as :func:`stream_key` keys: the `stream=` argument of
+    # `torch.cuda.graph(g, pool, stream)`, or the `with torch.cuda.stream(s):` around `capture_begin()`
+    streams: frozenset[str] = frozenset()
 
     def nodes(self) -> Iterator[ast.AST]:
         """Every node of the region in pre-order; nested functions and classes are other scopes."""
@@ -43,6 +47,25 @@ class Region:
 
     def calls(self) -> list[ast.Call]:
         return [n for n in self.nodes() if isinstance(n, ast.Call)]
+
+
+_STREAM_CONTEXTS = ("torch.cuda.stream", "torch.cuda.StreamContext", "torch.cuda.streams.StreamContext")
+
+
+def stream_key(expr: ast.AST) -> str | None:
+    """A key for a stream named by a local or attribute chain (``s``, ``self.capture_stream``), or None."""
+    node = expr
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return ast.dump(expr) if isinstance(node, ast.Name) else None
+
+
+def _graph_stream(call: ast.Call) -> str | None:
+    """The stream a ``torch.cuda.graph(g, pool=None, stream=None, ...)`` call captures on, if named."""
+    arg = next((k.value for k in call.keywords if k.arg == "stream"), None)
+    if arg is None and len(call.args) > 2:
+        arg = call.args[2]
+    return stream_key(arg) if arg is not None else None
 
 
 def _is_capture_call(expr: ast.AST, resolve: Resolve) -> bool:
@@ -72,26 +95,28 @@ def regions(fn: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve) -> lis
     """The capture regions ``fn`` opens itself, outermost first (a region nested in another is kept:
     its statements are a subset, and the checker reports a node once)."""
     nodes = list(iter_own_statements(fn.body))
-    ctx_names: set[str] = set()
+    ctx_names: dict[str, ast.Call] = {}
     for node in nodes:
         if isinstance(node, ast.Assign) and _is_capture_call(node.value, resolve):
-            ctx_names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            ctx_names.update((t.id, cast(ast.Call, node.value)) for t in node.targets if isinstance(t, ast.Name))
     out: list[Region] = []
     for node in nodes:
         if not isinstance(node, (ast.With, ast.AsyncWith)):
             continue
         for item in node.items:
             expr = item.context_expr
-            name = None
+            name = call = None
             if _is_capture_call(expr, resolve):
-                name = "torch.cuda.graph"
+                name, call = "torch.cuda.graph", cast(ast.Call, expr)
             elif isinstance(expr, ast.Name) and expr.id in ctx_names:
-                name = expr.id
-            if name is not None:
+                name, call = expr.id, ctx_names[expr.id]
+            if name is not None and call is not None:
+                stream = _graph_stream(call)
                 out.append(Region("with", node.lineno, node.end_lineno or node.lineno,
-                                  f"the `with {name}` body at line {node.lineno}", list(node.body)))
+                                  f"the `with {name}` body at line {node.lineno}", list(node.body),
+                                  frozenset([stream] if stream else [])))
                 break
-    out += _begin_end(fn, nodes)
+    out += _begin_end(fn, nodes, resolve)
     for node in nodes:  # `make_graphed_callables(lambda x: ..., ...)`: the lambda's body is captured
         if isinstance(node, ast.Call):
             for target in graphed_targets(node, resolve) or ():
@@ -103,8 +128,9 @@ def regions(fn: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve) -> lis
     return out
 
 
-def _begin_end(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]) -> list[Region]:
-    """``x.capture_begin()`` .. ``x.capture_end()``: the statements of the function that lie between."""
+def _begin_end(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], resolve: Resolve) -> list[Region]:
+    """``x.capture_begin()`` .. ``x.capture_end()``: the statements of the function that lie between.
+    ``capture_begin()`` captures on the current stream: a ``with torch.cuda.stream(s):`` around it names it."""
     marks: list[tuple[int, str]] = []
     for node in nodes:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -118,9 +144,23 @@ def _begin_end(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST])
             begin = line if begin is None else begin
         elif begin is not None:
             stmts = _statements_between(fn, begin, line)
+            streams = frozenset(_streams_around(nodes, begin, resolve))
             out.append(Region("begin", begin, line, f"the capture between `capture_begin()` at line {begin} and "
-                              f"`capture_end()` at line {line}", stmts))
+                              f"`capture_end()` at line {line}", stmts, streams))
             begin = None
+    return out
+
+
+def _streams_around(nodes: list[ast.AST], line: int, resolve: Resolve) -> list[str]:
+    """Keys of the streams entered by ``with torch.cuda.stream(s):`` blocks that hold ``line``."""
+    out: list[str] = []
+    for node in nodes:
+        if isinstance(node, (ast.With, ast.AsyncWith)) and node.lineno < line <= (node.end_lineno or node.lineno):
+            for item in node.items:
+                expr = item.context_expr
+                if (isinstance(expr, ast.Call) and (resolve(expr.func) or "") in _STREAM_CONTEXTS
+                        and expr.args and (key := stream_key(expr.args[0]))):
+                    out.append(key)
     return out
 
 

@@ -352,6 +352,7 @@ class _FunctionChecker:
                                                  ctx.get("data_dependent", DEFAULT_DATA_DEPENDENT))
         self._derived: list[tuple[int, int]] = []  # (finding index, line of the sync it follows from)
         self.host_alloc = _host_allocation(info)  # a line allocating on the CPU: a host implementation
+        self._regions: list[capture_sites.Region] | None = None  # the function's capture regions, when asked
 
     def report(self, code: str, node: ast.AST, message: str, **evidence: object) -> None:
         if self.facts.off_capture and self.facts.off_capture_path(node.lineno):  # type: ignore[attr-defined]
@@ -552,7 +553,7 @@ class _FunctionChecker:
         if qual in _STREAM_CTORS:
             self.report("GC205", node, f"`{self.t(node)}` creates a CUDA stream or event{{where}}; create it "
                                        "once at setup")
-        elif qual in _DEFAULT_STREAM:
+        elif qual in _DEFAULT_STREAM and not (node.args and self._capturing_stream(node, node.args[0])):
             self.report("GC206", node, f"`{self.t(node)}` targets a stream that is not the capturing one{{where}}")
 
         self.check_h2d(node, qual, attr)
@@ -561,6 +562,26 @@ class _FunctionChecker:
         if self.index.is_launch(node):
             self.check_launch(node)
         self.check_rng_and_effects(node, qual, attr)
+
+    def _capturing_stream(self, at: ast.AST, expr: ast.AST) -> bool:
+        """Does ``expr``, written at ``at``, name the stream a capture region around it captures on (the
+        ``stream=`` of ``torch.cuda.graph``, the ``torch.cuda.stream(s)`` around ``capture_begin()``)?
+        ``torch.cuda.current_stream()`` is the capturing stream anywhere inside a region."""
+        line = at.lineno  # type: ignore[attr-defined]
+        if self.region is not None:
+            regions = [self.region]
+        else:
+            if self._regions is None:
+                self._regions = (capture_sites.regions(self.info.node, self.aliases.resolve)
+                                 if capture_sites.may_open(self.info.own_nodes()) else [])
+            regions = self._regions
+        inside = [r for r in regions if r.line <= line <= r.end]
+        if not inside:
+            return False
+        if isinstance(expr, ast.Call) and (self.aliases.resolve(expr.func) or "").endswith(".current_stream"):
+            return True
+        key = capture_sites.stream_key(expr)
+        return key is not None and any(key in r.streams for r in inside)
 
     def _is_stream(self, node: ast.AST) -> bool:
         """A CUDA stream or the device: `torch.cuda.current_stream()`, `self.side_stream`, `stream`."""
@@ -734,6 +755,8 @@ class _FunctionChecker:
                     continue  # entering the current stream forks nothing
                 if isinstance(arg, ast.Constant) and arg.value is None:
                     continue
+                if arg is not None and self._capturing_stream(node, arg):
+                    continue  # the stream the graph captures on: entering it forks nothing
                 if not self._does_device_work(node.body):
                     continue  # only allocates or records: no kernel runs on the side stream
                 return [node]
