@@ -101,6 +101,8 @@ _HOST_TENSOR_CTORS = {"torch.tensor", "torch.as_tensor", "torch.from_numpy"}
 _STRUCTURE_ATTRS = SHAPE_ATTRS | {"requires_grad", "nbytes", "is_leaf", "is_sparse", "is_quantized", "names", "ndim"}
 _STRUCTURE_METHODS = {"is_floating_point", "is_complex", "is_contiguous", "element_size", "get_device",
                       "data_ptr", "is_signed", "requires_grad_", "nbytes"}
+# Builtin types a `type(x) is T` test narrows `x` to: host containers and scalars, never a tensor.
+_HOST_TYPES = {"list", "tuple", "dict", "set", "frozenset", "int", "float", "bool", "str", "bytes"}
 DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host", "*_pinned")
 
 
@@ -167,6 +169,10 @@ class FunctionFacts:
                     self._add(node.func.value.id, "event")
         for name in index.cpu_generators:
             self._add(name, "cpugen")
+        # names the function binds to a tensor's metadata (`shape = w.shape`, `dtype = w.dtype`, `n = w.size(0)`)
+        self._metadata_names = {
+            t.id for node in nodes if isinstance(node, ast.Assign) and _is_metadata(node.value)
+            for t in node.targets if isinstance(t, ast.Name)}
         for node in nodes:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -313,6 +319,10 @@ class FunctionFacts:
             if tensor:
                 return (name.id, "tensor", "nottensor")
             return (name.id, "nottensor", None)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            typed = self._type_test(test)
+            if typed is not None:
+                return typed
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name):
             right = test.comparators[0]
             if isinstance(right, ast.Constant) and right.value is None:
@@ -320,6 +330,27 @@ class FunctionFacts:
                     return (test.left.id, "nottensor", None)
                 if isinstance(test.ops[0], ast.IsNot):
                     return (test.left.id, None, "nottensor")
+        return None
+
+    def _type_test(self, test: ast.Compare) -> tuple[str, str | None, str | None] | None:
+        """``type(x) is list`` / ``type(x) is not list`` / ``type(x) == tuple`` (also ``torch.Tensor``):
+        (name, what x is if true, what x is if false), like the matching ``isinstance`` test."""
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if not (isinstance(left, ast.Call) and is_builtin(self.aliases, left.func, ("type",))
+                and len(left.args) == 1 and not left.keywords and isinstance(left.args[0], ast.Name)):
+            return None
+        name = left.args[0].id
+        kind = cast(str, self.aliases.resolve(right) or getattr(right, "attr", getattr(right, "id", "")))
+        if kind.endswith("Tensor"):
+            yes, no = "tensor", "nottensor"
+        elif isinstance(right, ast.Name) and right.id in _HOST_TYPES and not self.aliases.is_bound(right.id):
+            yes, no = "nottensor", None
+        else:
+            return None
+        if isinstance(op, (ast.Is, ast.Eq)):
+            return (name, yes, no)
+        if isinstance(op, (ast.IsNot, ast.NotEq)):
+            return (name, no, yes)
         return None
 
     def narrowed_at(self, name: str, line: int) -> str | None:
@@ -550,7 +581,10 @@ class FunctionFacts:
                 if isinstance(elt, ast.Starred):
                     elt = elt.value
                 if isinstance(elt, ast.Name):
-                    for kind in elem_kinds:
+                    # `absmax, shape, dtype = state` where the function also binds `shape = w.shape`: the name
+                    # holds metadata, whatever the unpacked value was taken for
+                    meta = elt.id in self._metadata_names
+                    for kind in elem_kinds - {"tensor", "mask"} if meta else elem_kinds:
                         self._add(elt.id, kind)
                     if "host" in elem_kinds and elt.id not in self.host_origin:
                         self.host_origin[elt.id] = self.host_source(value) or value
@@ -831,6 +865,14 @@ class FunctionFacts:
 
 _NEGATED_FLAG = re.compile(r"skip|disable|(^|_)no_|(^|_)not_")
 _HOST_COMMENT = re.compile(r"(?i)\b(cpu|host|pinned)\b")
+
+
+def _is_metadata(value: ast.AST) -> bool:
+    """``x.shape`` / ``x.dtype`` / ``x.device`` / ``x.size()`` (and such): a host value describing a tensor."""
+    if isinstance(value, ast.Attribute):
+        return value.attr in ("shape", "dtype", "device", "layout", "ndim")
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr in ("size", "dim", "stride", "numel"))
 
 
 def _compile_globs(patterns: Sequence[str]) -> re.Pattern[str] | None:

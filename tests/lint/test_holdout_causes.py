@@ -82,3 +82,73 @@ def test_capture_begin_inside_a_stream_block_captures_on_that_stream():
             return y
     ''')
     assert loud == [("GC206", "torch.cuda.set_stream(other)")]
+
+
+# -- GC111: type() tests narrow, metadata names stay metadata ------------------------------------------
+
+DEQUANT = '''
+    def dequant(w, state, out):
+        if state is None:
+            return w
+        if w.dtype == torch.float8_e4m3fn:
+            return w * state
+        if {test}:
+            scale = state.absmax
+            shape = state.shape
+            dtype = state.dtype
+        else:
+            scale, shape, dtype, _ = state
+        assert out.shape == shape
+        assert out.dtype == dtype
+        torch.mul(w, scale, out=out)
+        return out
+
+
+    def step(w, s, out):
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            return dequant(w, s, out)
+'''
+
+
+def test_items_unpacked_in_the_list_branch_of_a_type_test_are_host_values():
+    assert lint(DEQUANT.format(test="type(state) is not list")) == []
+    assert lint(DEQUANT.format(test="not isinstance(state, (list, tuple))")) == []
+    # no type test at all: `shape`/`dtype` are bound to metadata in the other branch
+    assert lint(DEQUANT.format(test="state.is_legacy")) == []
+
+
+def test_type_tests_narrow_both_ways():
+    quiet = lint('''
+        def f(state, out):
+            if type(state) == tuple:
+                lo, hi = state
+                if lo > hi:
+                    return None
+            if type(state) is not torch.Tensor:
+                return None
+            return out
+        def step(s, out):
+            with torch.cuda.graph(torch.cuda.CUDAGraph()):
+                return f(s, out)
+    ''')
+    assert quiet == []
+
+
+def test_items_unpacked_from_a_tensor_still_fire():
+    got = lint('''
+        def f(state, out):
+            n = state.shape[0]
+            if type(state) is torch.Tensor:
+                lo, hi = state
+                if lo > hi:
+                    return None
+            first, rest = state
+            if first:
+                return None
+            return out
+        def step(s, out):
+            with torch.cuda.graph(torch.cuda.CUDAGraph()):
+                return f(s, out)
+    ''')
+    assert ("GC111", "if lo > hi:") in got
+    assert ("GC111", "if first:") in got
