@@ -48,6 +48,8 @@ _CALL_WORDS = frozenset({"return", "else", "co_return", "co_yield", "co_await", 
                          "not", "new", "delete", "sizeof", "decltype", "typeid", "noexcept", "if", "while", "for",
                          "switch"})
 _MAX_FILE = 8 * 1024 * 1024
+# `m.def("op", ...` / `.impl("ns::op", ...`: a binding call that names its op (group 1: its `(`, group 2: the op)
+_DEF_CALL = re.compile(r'\.(?:def|impl)\s*(\()\s*"\s*(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)')
 
 
 def _is_macro_name(name: str) -> bool:
@@ -85,7 +87,8 @@ class _CppFile:
                 op = self._bound_op(p)  # `m.impl("op", &f)` in TORCH_LIBRARY: live as Python uses "op"
                 out.add(_OP + op if op else _LIVE)
             elif region is None or not region.name:
-                out.add(_LIVE)
+                op = self._enclosing_def(p) if region is not None else None  # a lambda given to `m.def("op", ...)`
+                out.add(_OP + op if op else _LIVE)
             else:
                 out.add(region.name)
         return out
@@ -98,7 +101,20 @@ class _CppFile:
         if end == -1 or end - start > 2000:
             return None
         m = re.search(r'"\s*(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)', self.source[start:end])
-        return m.group(1) if m else None
+        return m.group(1) if m else self._enclosing_def(at)
+
+    def _enclosing_def(self, at: int) -> str | None:
+        """The op of ``m.def("op", [](...) { return f(...); })`` when ``at`` is inside its lambda: the nearest
+        ``.def("op"``/``.impl("op"`` before ``at`` whose parenthesis is still open there."""
+        window = max(0, at - 4000)
+        for m in reversed(list(_DEF_CALL.finditer(self.source, window, at))):
+            open_at = m.start(1)
+            depth = 0
+            for ch in self.text[open_at:at]:
+                depth += (ch == "(") - (ch == ")")
+            if depth > 0:
+                return m.group(2)
+        return None
 
     def _head_of(self, region, name: str) -> int:
         """Where ``name`` is written in the definition head of ``region`` (the last mention before its body)."""

@@ -341,9 +341,11 @@ def lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None = 
     if any(os.path.isdir(p) for p in paths):  # a tree was linted: C++ hazards no capture reaches become warnings
         from graphcheck.lint.cpp_callers import demote_uncalled
         from graphcheck.lint.cpp_capture import demote_unreachable
+        from graphcheck.lint.cpp_ops import demote_cold_ops
 
         linted = [(sf.path, sf.language) for sf in discovery.files]
         raw = demote_uncalled(raw, linted, directory)
+        raw = demote_cold_ops(raw, linted, project)  # ops only load-time or uncaptured Python calls: warnings
         raw, _ = demote_unreachable(raw, linted, project)  # no capture reaches the tree's C++: warnings
 
     root = str(config.root)

@@ -1,0 +1,213 @@
+"""C++ ops whose Python callers all run off capture: their hazards are warnings that say why.
+
+A PyTorch extension binds C++ functions as ops (``m.def("op", &f)`` or a lambda calling ``f`` in a
+``PYBIND11_MODULE`` block, ``m.impl("op", ...)`` in ``TORCH_LIBRARY``). ``graphcheck.lint.cpp_callers``
+counts any Python use of the op as live. This pass, run after it on the C++ errors left, asks the project
+index about each Python function that uses the op: the use is live when the function is capture-reachable
+(``graphcheck.lint.project``: reached from a capture root, or opening a capture region) and its name does
+not say it is load-time or setup code (``load_gguf_tensor``, ``init_weights``; the C++ rules' setup words).
+A use at module or class level, in a string (a JIT source template) or in a file the index did not
+summarize keeps the op live. When every in-tree Python use of every op that reaches a C++ function is off
+capture, the function's errors become warnings naming those callers (GGUF dequantization ops called only by
+weight loaders). An op no Python file names is left alone (callers outside the tree), as is any function with
+a capture-reachable caller.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from graphcheck.findings import Finding, Severity
+from graphcheck.lint.cpp_callers import _LIVE, _OP, _PY, CallerIndex
+from graphcheck.lint.cpp_rules import is_setup_function
+
+if TYPE_CHECKING:
+    from graphcheck.lint.project import ProjectIndex
+
+_COLD = "cold:"  # a referrer that is a Python function off capture: `cold:<dotted>|<shown>|<why>`
+_PUB = "pub:"  # a public Python function no capture reaches: its in-tree callers decide; none: public API
+_FOLLOW = 8  # levels of callers followed (op, wrapper, dispatch table, loader, ...)
+
+
+class _ReachIndex(CallerIndex):
+    """A caller index whose Python uses are live only in capture-reachable, non-load-time functions."""
+
+    def __init__(self, files: Sequence[tuple[str, str]], project: ProjectIndex):
+        super().__init__(files)
+        self.project = project
+
+    def referrers(self, name: str) -> set[str]:
+        if name.startswith(_COLD):
+            return set()  # a Python function off capture: a dead end
+        if name.startswith(_PUB):
+            if name not in self._referrers:
+                found = super().referrers(_PY + name[len(_PUB):])
+                self._referrers[name] = found or {_LIVE}  # nothing in the tree calls it: public API
+            return self._referrers[name]
+        return super().referrers(name)
+
+    def uncalled(self, name: str, depth: int = _FOLLOW, visiting: frozenset[str] = frozenset()) -> list[str] | None:
+        """As ``CallerIndex.uncalled``, followed further (Python wrappers, dispatch tables, loaders)."""
+        refs = self.referrers(name)
+        if _LIVE in refs:
+            return None
+        callers = sorted(refs - visiting - {name})
+        if not callers:
+            return []
+        if depth <= 0:
+            return None
+        for caller in callers:
+            if self.uncalled(caller, depth - 1, visiting | {name}) is None:
+                return None
+        return callers
+
+    def _python_referrers(self, i: int, name: str, own: bool = False) -> set[str]:
+        path = self.files[i][0]
+        module = self.project.names.get(path, (None,))[0]
+        tree = self._py_trees.get(i)
+        if tree is None:
+            try:
+                tree = ast.parse(self._index()[i].decode("utf-8", "replace"))
+            except (SyntaxError, ValueError, RecursionError):
+                return {_LIVE}
+            self._py_trees[i] = tree
+        if module is None:
+            return {_LIVE}
+        # `def name(...)` at module level: a bare `name` in this file is that Python function, not the op
+        shadowed = not own and any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                                   and s.name == name for s in tree.body)
+        private_module = any(part.startswith("_") and not part.startswith("__") for part in Path(path).parts[-3:])
+        out: set[str] = set()
+        shown = Path(path).name
+        # module-level statements: `op(...)` called outside any `with` block runs once, at import;
+        # `TABLE = {"k": op}` makes `TABLE` an alias whose uses are the op's
+        imported: set[int] = set()
+        alias_of: dict[int, list[str]] = {}
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.AsyncWith)):
+                continue
+            targets = [t.id for t in getattr(stmt, "targets", ()) if isinstance(t, ast.Name)]
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.Call):
+                    imported.add(id(n.func))
+                if isinstance(stmt, ast.Assign) and targets and len(targets) == len(stmt.targets):
+                    alias_of[id(n)] = targets
+
+        def visit(node: ast.AST, qual: str | None, prefix: str) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    inner = prefix + child.name
+                    visit(child, inner, inner + ".<locals>.")
+                    continue
+                if isinstance(child, ast.ClassDef):
+                    visit(child, qual, prefix + child.name + ".")
+                    continue
+                hit = ((isinstance(child, ast.Name) and child.id == name and not shadowed)
+                       or (isinstance(child, ast.Attribute) and child.attr == name)
+                       or (isinstance(child, ast.Constant) and isinstance(child.value, str) and name in child.value))
+                if hit:
+                    if qual is None and id(child) in imported:
+                        out.add(f"{_COLD}{module}.<module>|{shown}: module level|module-level code, run at import")
+                    elif qual is None and id(child) in alias_of and not prefix and not isinstance(child, ast.Constant):
+                        out.update(_PUB + t for t in alias_of[id(child)] if t != name)
+                    elif isinstance(child, ast.Constant) or qual is None:
+                        out.add(_LIVE)
+                    elif not (own and qual.rpartition(".")[2] == name):
+                        out.add(self._use(module, qual, shown, private_module))
+                visit(child, qual, prefix)
+
+        visit(tree, None, "")
+        return out
+
+    def _use(self, module: str, qual: str, shown: str, private_module: bool) -> str:
+        """``_LIVE`` when a use in function ``qual`` of ``module`` may run under capture; ``cold:<dotted>|<file>:
+        <qual>|<why>`` when it runs off capture; ``py:f``/``pub:f`` for a function no capture reaches, whose
+        own in-tree callers decide (nobody calls a public one: public API, live)."""
+        project = self.project
+        dotted = f"{module}.{qual}"
+        cold = f"{_COLD}{dotted}|{shown}: {qual}|"
+        fname = qual.rpartition(".")[2]
+        if is_setup_function(fname):
+            return cold + "its name says load-time or setup code"
+        rec = project.funcs.get(dotted)
+        if rec is not None and (rec[2].get("opens_capture") or dotted in project.parent):
+            return _LIVE
+        if rec is None and module in project.summaries:
+            return _LIVE  # not a function the index knows: assume the worst
+        # no capture reaches it (a file the index never summarized holds nothing capture-reachable)
+        private = (fname.startswith("_") and not fname.startswith("__")) or private_module
+        return (_PY if private else _PUB) + fname
+
+    def cold_callers(self, name: str, depth: int = _FOLLOW, seen: frozenset[str] = frozenset()) -> list[str]:
+        """The off-capture Python functions found through ``name``'s referrers (for the message)."""
+        out: list[str] = []
+        for ref in sorted(self.referrers(name) - seen - {name}):
+            if ref.startswith(_COLD):
+                out.append(ref[len(_COLD):])
+                out.sort(key=lambda e: e.split("|", 2)[1])
+            elif depth > 0:
+                out += self.cold_callers(ref, depth - 1, seen | {name})
+        return list(dict.fromkeys(out))
+
+
+def _shown(entry: str) -> str:
+    _dotted, shown, why = entry.split("|", 2)
+    return f"`{shown}` ({why})"
+
+
+def demote_cold_ops(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
+                    project: ProjectIndex | None) -> dict[str, list[Finding]]:
+    """``raw`` (findings by file path) with each C++ error in a function whose every in-tree Python caller
+    (through the ops bound to it) is load-time or not capture-reachable made a warning that names them.
+    ``files`` are ``(path, language)`` of every linted file; ``project`` the run's ``ProjectIndex``."""
+    if project is None:
+        return raw
+    cpp_paths = {path for path, language in files if language == "cpp"}
+    names = sorted({f.function for path, found in raw.items() if path in cpp_paths for f in found
+                    if f.severity is Severity.ERROR and f.function and not f.code.startswith("GC0")})
+    if not names:
+        return raw
+    index = _ReachIndex(files, project)
+    verdicts: dict[str, list[str]] = {}
+    for name in names:
+        dead = index.uncalled(name)
+        if dead is None:
+            continue
+        cold = index.cold_callers(name)
+        via_op = any(ref.startswith(_OP) or ref.startswith(_PY) for ref in _closure(index, name))
+        if cold and via_op:  # reached only from Python, and every Python use is off capture
+            verdicts[name] = cold
+    if not verdicts:
+        return raw
+    out: dict[str, list[Finding]] = {}
+    for path, found in raw.items():
+        if path not in cpp_paths:
+            out[path] = found
+            continue
+        out[path] = [_demoted(f, verdicts[f.function]) if f.severity is Severity.ERROR and f.function in verdicts
+                     and not f.code.startswith("GC0") else f for f in found]
+    return out
+
+
+def _closure(index: _ReachIndex, name: str, depth: int = _FOLLOW) -> set[str]:
+    refs = set(index.referrers(name))
+    if depth > 0:
+        for ref in list(refs):
+            if not ref.startswith(_COLD) and ref != _LIVE:
+                refs |= _closure(index, ref, depth - 1)
+    return refs
+
+
+def _demoted(f: Finding, cold: list[str]) -> Finding:
+    cold = list({_shown(c): c for c in cold}.values())  # the same function in copies of a file: once
+    shown = ", ".join(_shown(c) for c in cold[:3]) + (f", and {len(cold) - 3} more" if len(cold) > 3 else "")
+    why = (f"every in-tree Python caller of `{f.function}` (through the op bound to it) runs off capture: "
+           f"{shown}")
+    return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
+                               evidence={**f.evidence, "caller_check": "python callers off capture",
+                                         "python_callers": [c.split("|", 2)[1] for c in cold]})
+
