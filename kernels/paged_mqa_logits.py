@@ -43,7 +43,17 @@ class PagedConfig:
     #: > 0: a persistent grid of this many programs per SM that share the flattened (request, key tile)
     #: range evenly, one contiguous stretch each (split_rows launches with next_n <= rows; ``splits`` unused)
     persistent: int = 0
+    #: the head-weighted sum ``Σ_h w[r, h]·relu(S[t, h])`` as a second tensor-core dot instead of a
+    #: ReLU·weight reduction over heads: with split_rows ``relu(S_r) @ W_r`` accumulated over the rows r
+    #: of the program into one [keys, 16] tile, ``W_r`` the [H, 16] matrix holding row r's weights in
+    #: column r (without split_rows: one [rows·H, 16] block-diagonal W after the one first dot).
+    #: "" (off), "bf16" (relu(S) and W rounded to bf16), "bf16w2" (relu(S) rounded to bf16, W as a
+    #: bf16 hi + lo pair: two dots, W's rounding gone)
+    head_dot: str = ""
 
+
+#: PagedConfig.head_dot values and the kernel's HEAD_DOT codes
+HEAD_DOT_MODES = {"": 0, "bf16": 1, "bf16w2": 2}
 
 #: programs per SM the key axis is split into, one query row per program (H200 sweep: 32-64 best)
 PROGRAMS_PER_SM = 32
@@ -107,6 +117,40 @@ def _row_scores(k, q_t, w):
     """[KEYS] head-weighted ReLU scores of a key tile against one query row's [D, H] tile."""
     s = tl.dot(k, q_t)
     return tl.sum(tl.maximum(s, 0.0) * w[None, :], axis=1)
+
+
+@triton.jit
+def _head_matrix(w, col, HEAD_DOT: tl.constexpr, HI: tl.constexpr):
+    """[N, 16] bf16 head-dot operand: weight ``w[i]`` [N] at column ``col[i]`` (an [N, 1] vector, or one
+    column for all), zeros elsewhere. HEAD_DOT 1, or 2 with HI: w rounded to bf16; 2 without HI: the rest
+    (w - bf16(w), rounded to bf16)."""
+    g = tl.arange(0, 16)
+    m = tl.where(g[None, :] == col, w[:, None], 0.0)
+    if HEAD_DOT == 2 and not HI:
+        return (m - m.to(tl.bfloat16).to(tl.float32)).to(tl.bfloat16)
+    else:
+        return m.to(tl.bfloat16)
+
+
+@triton.jit
+def _head_dot(k, q_t, wh, wl, acc, HEAD_DOT: tl.constexpr, EMULATE: tl.constexpr):
+    """``acc`` [KEYS, 16] plus relu(k·q_t) @ W (W = wh, + wl for HEAD_DOT 2) on the tensor cores.
+    EMULATE (the interpreter, whose bf16 dot reads the bits wrongly in Triton 3.9): the same bf16-rounded
+    operands, multiplied in fp32 (each bf16 product is exact in fp32 either way)."""
+    s = tl.dot(k, q_t)
+    if EMULATE:
+        a = tl.maximum(s, 0.0).to(tl.bfloat16).to(tl.float32)
+        acc = tl.dot(a, wh.to(tl.float32), acc, input_precision="ieee")
+        if HEAD_DOT == 2:
+            acc = tl.dot(a, wl.to(tl.float32), acc, input_precision="ieee")
+    else:
+        # ReLU and the rounding to bf16 in one instruction per two scores (cvt.rn.relu.bf16x2.f32)
+        a = tl.inline_asm_elementwise("cvt.rn.relu.bf16x2.f32 $0, $2, $1;", "=r,r,r", [s], dtype=tl.bfloat16,
+                                      is_pure=True, pack=2)
+        acc = tl.dot(a, wh, acc)
+        if HEAD_DOT == 2:
+            acc = tl.dot(a, wl, acc)
+    return acc
 
 
 @triton.jit
@@ -183,7 +227,7 @@ def _paged_mqa_logits_kernel(
     LENS_2D: tl.constexpr, CLEAN: tl.constexpr, FP8_DOT: tl.constexpr, REDUCE_DOT: tl.constexpr,
     SPLIT_ROWS: tl.constexpr, PAIR: tl.constexpr, KEYS: tl.constexpr,
     FILL_N: tl.constexpr, NUM_STAGES: tl.constexpr, PDL: tl.constexpr, ROWS_FIRST: tl.constexpr,
-    FILL_FIRST: tl.constexpr,
+    FILL_FIRST: tl.constexpr, HEAD_DOT: tl.constexpr, EMULATE: tl.constexpr,
 ):
     _pdl.enter(PDL)
     split = tl.program_id(1)
@@ -219,6 +263,24 @@ def _paged_mqa_logits_kernel(
             end3 = _row_end(lens_ptr, b, row0 + 3, next_n, limit, stride_lb, stride_ln, LENS_2D)
             end_max = tl.maximum(end_max, tl.maximum(end2, end3))
         num_blocks = tl.cdiv(end_max, BS)
+        if HEAD_DOT:
+            # loop-invariant second-dot operands, and each row's end / validity as a column vector
+            wh0 = _head_matrix(w0, 0, HEAD_DOT, True)
+            wl0 = _head_matrix(w0, 0, HEAD_DOT, False)
+            gc = tl.arange(0, 16)
+            end_c = tl.where(gc == 0, end0, 0)
+            ok_c = (gc < ROWS) & (row0 + gc < next_n)  # the program's rows that exist
+            if ROWS >= 2:
+                wh1 = _head_matrix(w1, 1, HEAD_DOT, True)
+                wl1 = _head_matrix(w1, 1, HEAD_DOT, False)
+                end_c = tl.where(gc == 1, end1, end_c)
+            if ROWS >= 4:
+                wh2 = _head_matrix(w2, 2, HEAD_DOT, True)
+                wl2 = _head_matrix(w2, 2, HEAD_DOT, False)
+                wh3 = _head_matrix(w3, 3, HEAD_DOT, True)
+                wl3 = _head_matrix(w3, 3, HEAD_DOT, False)
+                end_c = tl.where(gc == 2, end2, tl.where(gc == 3, end3, end_c))
+            out_cols = out_ptr + (b * next_n + row0 + gc).to(tl.int64) * stride_or
     else:
         # Per-row end of the valid key range, read on the device.
         cols = tl.arange(0, GN)
@@ -245,6 +307,10 @@ def _paged_mqa_logits_kernel(
         else:
             q_t = decode_e4m3(tl.load(q_ptr + q_off, mask=q_ok[None, :], other=0))
         out_rows = out_ptr + (b * next_n + j).to(tl.int64) * stride_or
+        if HEAD_DOT:
+            # one [ROWS·H, 16] operand: column r holds row r's weights in its H entries (GN = 16)
+            wh = _head_matrix(w, (c // H)[:, None], HEAD_DOT, True)
+            wl = _head_matrix(w, (c // H)[:, None], HEAD_DOT, False)
 
     # A tile is one block of BS keys, or with PAIR two consecutive table entries (KEYS = 2·BS keys).
     num_tiles = tl.cdiv(num_blocks, KEYS // BS)
@@ -282,7 +348,22 @@ def _paged_mqa_logits_kernel(
             k = decode_e4m3(tl.load(k_ptrs))
         scale = tl.load(s_ptrs)
         p = tile * KEYS + t
-        if SPLIT_ROWS:
+        if SPLIT_ROWS and HEAD_DOT:
+            acc = tl.zeros([KEYS, 16], dtype=tl.float32)
+            acc = _head_dot(k, q0, wh0, wl0, acc, HEAD_DOT, EMULATE)
+            if ROWS >= 2:
+                acc = _head_dot(k, q1, wh1, wl1, acc, HEAD_DOT, EMULATE)
+            if ROWS >= 4:
+                acc = _head_dot(k, q2, wh2, wl2, acc, HEAD_DOT, EMULATE)
+                acc = _head_dot(k, q3, wh3, wl3, acc, HEAD_DOT, EMULATE)
+            r = tl.where(bad[:, None], float("-inf"), acc * scale[:, None])
+            ptrs = out_cols[None, :] + p[:, None]
+            if CLEAN:
+                tl.store(ptrs, tl.where(p[:, None] < end_c[None, :], r, float("-inf")),
+                         mask=(p[:, None] < max_model_len) & ok_c[None, :])
+            else:
+                tl.store(ptrs, r, mask=(p[:, None] < end_c[None, :]) & ok_c[None, :])
+        elif SPLIT_ROWS:
             row = b * next_n + row0
             _store_row(out_ptr, row, stride_or, p, _masked(_row_scores(k, q0, w0) * scale, bad), end0, row0 < next_n,
                        max_model_len, CLEAN)
@@ -295,7 +376,11 @@ def _paged_mqa_logits_kernel(
                 _store_row(out_ptr, row + 3, stride_or, p, _masked(_row_scores(k, q3, w3) * scale, bad), end3,
                            row0 + 3 < next_n, max_model_len, CLEAN)
         else:
-            r = tl.where(bad[:, None], float("-inf"), score_tile(k, q_t, w, ROWS, H, GN, REDUCE_DOT) * scale[:, None])
+            if HEAD_DOT:
+                r = _head_dot(k, q_t, wh, wl, tl.zeros([KEYS, GN], dtype=tl.float32), HEAD_DOT, EMULATE)
+            else:
+                r = score_tile(k, q_t, w, ROWS, H, GN, REDUCE_DOT)
+            r = tl.where(bad[:, None], float("-inf"), r * scale[:, None])
             valid = (p[:, None] < end[None, :]) & col_ok[None, :]
             ptrs = out_rows[None, :] + p[:, None]
             if CLEAN:
@@ -572,9 +657,13 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
                                    max_blocks=block_tables.shape[1])
     if cfg.split_rows and (cfg.rows not in (1, 2, 4) or cfg.reduce_dot):
         raise ValueError(f"split_rows needs rows in (1, 2, 4) and reduce_dot=False, got {cfg}")
+    head_dot = HEAD_DOT_MODES.get(cfg.head_dot)
+    if head_dot is None or (head_dot and (cfg.reduce_dot or cfg.persistent or cfg.rows > 16)):
+        raise ValueError(f"head_dot must be one of {sorted(HEAD_DOT_MODES)}; it needs rows <= 16 and neither "
+                         f"reduce_dot nor persistent, got {cfg}")
     use_fp8 = _fp8.native_fp8_dot(device) if fp8_dot is None else bool(fp8_dot)
     lens_2d = context_lens.dim() == 2
-    gn = max(16, cfg.rows) if cfg.reduce_dot else cfg.rows
+    gn = max(16, cfg.rows) if cfg.reduce_dot or head_dot else cfg.rows
     rows_first = cfg.rows_first and batch <= 65535  # the grid's z extent
     row_tiles = _launch.cdiv(next_n, cfg.rows)
     grid = (row_tiles, cfg.splits, batch) if rows_first else (batch, cfg.splits, row_tiles)
@@ -615,7 +704,8 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
         LENS_2D=lens_2d, CLEAN=clean_logits, FP8_DOT=use_fp8, REDUCE_DOT=cfg.reduce_dot,
         SPLIT_ROWS=cfg.split_rows, PAIR=cfg.pair_blocks, KEYS=block_size * (2 if cfg.pair_blocks else 1),
         FILL_N=cfg.fill_n, NUM_STAGES=cfg.num_stages, PDL=pdl, ROWS_FIRST=rows_first,
-        FILL_FIRST=cfg.fill_first, num_warps=cfg.num_warps, **extra,
+        FILL_FIRST=cfg.fill_first, HEAD_DOT=head_dot,
+        EMULATE=device.type != "cuda", num_warps=cfg.num_warps, **extra,
     )
     return out
 

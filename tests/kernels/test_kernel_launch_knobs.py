@@ -188,3 +188,73 @@ def test_persistent_grid_refuses_what_it_cannot_hold():
                 PagedConfig(rows=4, splits=1, split_rows=True, pair_blocks=True, persistent=2)):
         with pytest.raises(ValueError, match="persistent"):
             fp8_paged_mqa_logits(**inputs, config=cfg)
+
+
+# ----------------------------------------------------------------------------- paged MQA: head sum as a dot
+
+# PagedConfig.head_dot: Σ_h w[r, h]·relu(S[t, h]) as a second tensor-core dot, relu(S) rounded to bf16 (and W
+# to bf16, or as a bf16 hi + lo pair for "bf16w2"). Its rounding is the variant's own error, bounded by
+# 2^-8·B (2^-9·B with the split W) on top of the arithmetic's, so it is held to the GPU tolerance
+# (mqa_check.EPS_CUDA) also under the interpreter, where the fp32 arithmetic alone would meet 2^-14.
+# (name, batch, next_n, heads, block, mml, lengths, rows, split_rows, pair, splits)
+HEAD_DOT = [
+    ("n2_rows2_split", 3, 2, 16, 16, 100, [1, 47, 100], 2, True, False, 2),
+    ("n2_rows2_one_dot", 3, 2, 16, 16, 100, [1, 47, 100], 2, False, False, 2),
+    ("n1_rows1", 2, 1, 32, 32, 130, [130, 33], 1, False, False, 3),
+    ("n1_rows1_split", 2, 1, 32, 32, 130, [130, 33], 1, True, False, 3),
+    ("n3_rows4_split_pair", 2, 3, 16, 16, 90, [3, 70], 4, True, True, 2),
+    ("n5_rows4_one_dot_pair", 2, 5, 16, 16, 90, [5, 90], 4, False, True, 1),
+]
+
+
+@pytest.mark.parametrize("mode", ["bf16", "bf16w2"])
+@pytest.mark.parametrize("clean", [True, False])
+@pytest.mark.parametrize("case", HEAD_DOT, ids=[c[0] for c in HEAD_DOT])
+def test_head_dot_matches_the_float64_oracle(case, clean, mode):
+    _, batch, next_n, heads, bs, mml, lengths, rows, split_rows, pair, splits = case
+    inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, 64, bs, mml, torch.tensor(lengths), seed=11,
+                                          device=DEVICE)
+    bt = inputs["block_tables"]
+    for b, length in enumerate(lengths):  # entries past each sequence: garbage, never read
+        bt[b, -(-length // bs):] = (-1) ** b * (2**30 + b)
+    exp = mqa_check.paged_expected(inputs)
+    cfg = PagedConfig(rows=rows, splits=splits, num_stages=5, split_rows=split_rows, pair_blocks=pair, fill_n=16)
+    outs = {}
+    for head_dot in ("", mode):
+        out = torch.full((batch * next_n, mml), float("nan"), device=DEVICE)
+        fp8_paged_mqa_logits(**inputs, clean_logits=clean, out=out, config=dataclasses.replace(cfg, head_dot=head_dot))
+        mqa_check.check(out, exp, cleaned=clean, eps=mqa_check.EPS_CUDA if head_dot else None)
+        if not clean:
+            assert torch.isnan(out[~exp.valid.to(out.device)]).all(), "clean_logits=False wrote an invalid position"
+        outs[head_dot] = out
+    # the same positions written and the same -inf mask; the values differ by the bf16 rounding only
+    assert torch.equal(torch.isnan(outs[""]), torch.isnan(outs[mode]))
+    assert torch.equal(torch.isneginf(outs[""]), torch.isneginf(outs[mode]))
+    valid = exp.valid.to(DEVICE)
+    assert not torch.equal(outs[""][valid], outs[mode][valid]), "head_dot changed nothing: is it launched?"
+
+
+def test_head_dot_with_a_row_past_next_n_in_the_tile_writes_nothing_there():
+    # three rows in a four-row program: the fourth column of the dot tile has zero weights and no output row
+    inputs = paged_mqa_logits.make_inputs(2, 3, 16, 64, 16, 48, torch.tensor([48, 20]), seed=3, device=DEVICE)
+    exp = mqa_check.paged_expected(inputs)
+    out = torch.full((2 * 3 + 1, 48), float("nan"), device=DEVICE)  # one extra row after the output
+    fp8_paged_mqa_logits(**inputs, out=out[:6], config=PagedConfig(rows=4, splits=2, split_rows=True, fill_n=16,
+                                                                  head_dot="bf16"))
+    mqa_check.check(out[:6], exp, eps=mqa_check.EPS_CUDA)
+    assert torch.isnan(out[6]).all()
+
+
+def test_head_dot_is_off_by_default_and_refuses_what_it_cannot_hold():
+    cpu = torch.device("cpu")
+    for next_n in (1, 2, 4):
+        assert paged_mqa_logits.default_config(64, next_n, 64, 64, 16384, cpu, max_blocks=167).head_dot == ""
+    inputs = paged_mqa_logits.make_inputs(2, 2, 16, 64, 16, 64, torch.tensor([10, 64]), seed=1, device=DEVICE)
+    for cfg in (PagedConfig(rows=2, splits=1, split_rows=True, head_dot="fp8"),
+                PagedConfig(rows=2, splits=1, head_dot="tf32"),
+                PagedConfig(rows=2, splits=1, reduce_dot=True, head_dot="bf16"),
+                PagedConfig(rows=2, splits=1, split_rows=True, persistent=2, head_dot="bf16")):
+        with pytest.raises(ValueError, match="head_dot"):
+            fp8_paged_mqa_logits(**inputs, config=cfg)
+    # "" is the shipped reduction: no error
+    fp8_paged_mqa_logits(**inputs, config=PagedConfig(rows=2, splits=1, split_rows=True, head_dot=""))
