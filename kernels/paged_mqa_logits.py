@@ -48,7 +48,7 @@ class PagedConfig:
     #: of the program into one [keys, 16] tile, ``W_r`` the [H, 16] matrix holding row r's weights in
     #: column r (without split_rows: one [rows·H, 16] block-diagonal W after the one first dot).
     #: "" (off), "bf16" (relu(S) and W rounded to bf16), "bf16w2" (relu(S) rounded to bf16, W as a
-    #: bf16 hi + lo pair: two dots, W's rounding gone)
+    #: bf16 hi + lo pair: two dots, W's rounding gone). Sweeps only: H200 run kernels-s4-4 below.
     head_dot: str = ""
 
 
@@ -74,6 +74,15 @@ KEY_STAGES = 5
 #: at 96, 128 uncapped) sharing the flattened key-tile range evenly was 2-6% slower than the split launch
 #: (B=64 ctx 8k mml 16k 32.7-32.9 µs against 31.9), so the short-chunk pipeline fills and uneven request
 #: lengths are not what holds that shape back.
+
+
+#: ``PagedConfig.head_dot`` is for sweeps (default ""). H200 run kernels-s4-4, every decode shape: the
+#: sm_90 build of the two-row program runs 233 instead of 311 instructions per key tile (78 registers) but
+#: takes 49.7 KB of shared memory (the [H, 16] weights and the store's re-layout of the [keys, 16] tile), so
+#: four programs per SM instead of five: 1.6-4.3% faster on the ctx 32k next_n = 2 shapes, 0-3% slower on
+#: the ctx 8k ones (B=64 ctx 8k mml 16k 32.4 µs against 31.4-31.7; 30.4 with 8 programs per SM, which is
+#: 2-7% slower elsewhere), 2-10% slower on the short next_n = 1 shapes; worst error 0.07 of the tests'
+#: 2^-8·B tolerance.
 
 
 def default_config(batch: int, next_n: int, heads: int, block_size: int, max_model_len: int,

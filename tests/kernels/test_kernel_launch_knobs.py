@@ -7,6 +7,10 @@ natively with CUDA).
   programs, pairs of blocks, garbage block-table entries and both ``clean_logits`` modes.
 - ``PagedConfig(num_stages=5)`` (the default key-loop depth now): pipelining is a compile-time
   schedule, so the interpreter checks only that such configs compute the same function.
+- ``PagedConfig(head_dot="bf16" | "bf16w2")`` (run kernels-s4-4): the head-weighted sum as a second
+  tensor-core dot with relu(S) rounded to bf16: within the GPU tolerance of the float64 oracle (also
+  under the interpreter), the same written positions and -inf mask as the shipped reduction, off by
+  default, refused where it cannot run.
 - merge_attn_states with ``num_heads`` compiled in (``HEADS``, token-major launches): the same
   bits as the runtime divide for head counts that are and are not powers of two; head-major
   launches and ``const_heads=False`` keep the runtime value.
