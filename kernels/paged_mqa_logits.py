@@ -47,13 +47,13 @@ class PagedConfig:
     #: ReLU·weight reduction over heads: with split_rows ``relu(S_r) @ W_r`` accumulated over the rows r
     #: of the program into one [keys, 16] tile, ``W_r`` the [H, 16] matrix holding row r's weights in
     #: column r (without split_rows: one [rows·H, 16] block-diagonal W after the one first dot).
-    #: "" (off), "bf16" (relu(S) and W rounded to bf16), "bf16w2" (relu(S) rounded to bf16, W as a
-    #: bf16 hi + lo pair: two dots, W's rounding gone). Sweeps only: H200 run kernels-s4-4 below.
-    head_dot: str = ""
+    #: 0 (off), HEAD_DOT_BF16 (relu(S) and W rounded to bf16), HEAD_DOT_BF16_W2 (relu(S) rounded to bf16,
+    #: W as a bf16 hi + lo pair: two dots, W's rounding gone). Sweeps only: H200 run kernels-s4-4 below.
+    head_dot: int = 0
 
 
-#: PagedConfig.head_dot values and the kernel's HEAD_DOT codes
-HEAD_DOT_MODES = {"": 0, "bf16": 1, "bf16w2": 2}
+#: PagedConfig.head_dot values (the kernel's HEAD_DOT): off, bf16 operands, bf16 with W as a hi + lo pair
+HEAD_DOT_OFF, HEAD_DOT_BF16, HEAD_DOT_BF16_W2 = 0, 1, 2
 
 #: programs per SM the key axis is split into, one query row per program (H200 sweep: 32-64 best)
 PROGRAMS_PER_SM = 32
@@ -76,7 +76,7 @@ KEY_STAGES = 5
 #: lengths are not what holds that shape back.
 
 
-#: ``PagedConfig.head_dot`` is for sweeps (default ""). H200 run kernels-s4-4, every decode shape: the
+#: ``PagedConfig.head_dot`` is for sweeps (default 0). H200 run kernels-s4-4, every decode shape: the
 #: sm_90 build of the two-row program runs 233 instead of 311 instructions per key tile (78 registers) but
 #: takes 49.7 KB of shared memory (the [H, 16] weights and the store's re-layout of the [keys, 16] tile), so
 #: four programs per SM instead of five: 1.6-4.3% faster on the ctx 32k next_n = 2 shapes, 0-3% slower on
@@ -666,10 +666,11 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
                                    max_blocks=block_tables.shape[1])
     if cfg.split_rows and (cfg.rows not in (1, 2, 4) or cfg.reduce_dot):
         raise ValueError(f"split_rows needs rows in (1, 2, 4) and reduce_dot=False, got {cfg}")
-    head_dot = HEAD_DOT_MODES.get(cfg.head_dot)
-    if head_dot is None or (head_dot and (cfg.reduce_dot or cfg.persistent or cfg.rows > 16)):
-        raise ValueError(f"head_dot must be one of {sorted(HEAD_DOT_MODES)}; it needs rows <= 16 and neither "
-                         f"reduce_dot nor persistent, got {cfg}")
+    head_dot = cfg.head_dot
+    if head_dot not in (HEAD_DOT_OFF, HEAD_DOT_BF16, HEAD_DOT_BF16_W2) or (
+            head_dot and (cfg.reduce_dot or cfg.persistent or cfg.rows > 16)):
+        raise ValueError(f"head_dot must be 0, 1 or 2; it needs rows <= 16 and neither reduce_dot nor "
+                         f"persistent, got {cfg}")
     use_fp8 = _fp8.native_fp8_dot(device) if fp8_dot is None else bool(fp8_dot)
     lens_2d = context_lens.dim() == 2
     gn = max(16, cfg.rows) if cfg.reduce_dot or head_dot else cfg.rows

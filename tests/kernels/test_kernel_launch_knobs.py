@@ -7,7 +7,7 @@ natively with CUDA).
   programs, pairs of blocks, garbage block-table entries and both ``clean_logits`` modes.
 - ``PagedConfig(num_stages=5)`` (the default key-loop depth now): pipelining is a compile-time
   schedule, so the interpreter checks only that such configs compute the same function.
-- ``PagedConfig(head_dot="bf16" | "bf16w2")`` (run kernels-s4-4): the head-weighted sum as a second
+- ``PagedConfig(head_dot=1 | 2)`` (bf16 / bf16 with W as a hi + lo pair; run kernels-s4-4): the head-weighted sum as a second
   tensor-core dot with relu(S) rounded to bf16: within the GPU tolerance of the float64 oracle (also
   under the interpreter), the same written positions and -inf mask as the shipped reduction, off by
   default, refused where it cannot run.
@@ -197,7 +197,7 @@ def test_persistent_grid_refuses_what_it_cannot_hold():
 # ----------------------------------------------------------------------------- paged MQA: head sum as a dot
 
 # PagedConfig.head_dot: Σ_h w[r, h]·relu(S[t, h]) as a second tensor-core dot, relu(S) rounded to bf16 (and W
-# to bf16, or as a bf16 hi + lo pair for "bf16w2"). Its rounding is the variant's own error, bounded by
+# to bf16, or as a bf16 hi + lo pair for HEAD_DOT_BF16_W2). Its rounding is the variant's own error, bounded by
 # 2^-8·B (2^-9·B with the split W) on top of the arithmetic's, so it is held to the GPU tolerance
 # (mqa_check.EPS_CUDA) also under the interpreter, where the fp32 arithmetic alone would meet 2^-14.
 # (name, batch, next_n, heads, block, mml, lengths, rows, split_rows, pair, splits)
@@ -211,7 +211,7 @@ HEAD_DOT = [
 ]
 
 
-@pytest.mark.parametrize("mode", ["bf16", "bf16w2"])
+@pytest.mark.parametrize("mode", [paged_mqa_logits.HEAD_DOT_BF16, paged_mqa_logits.HEAD_DOT_BF16_W2])
 @pytest.mark.parametrize("clean", [True, False])
 @pytest.mark.parametrize("case", HEAD_DOT, ids=[c[0] for c in HEAD_DOT])
 def test_head_dot_matches_the_float64_oracle(case, clean, mode):
@@ -224,7 +224,7 @@ def test_head_dot_matches_the_float64_oracle(case, clean, mode):
     exp = mqa_check.paged_expected(inputs)
     cfg = PagedConfig(rows=rows, splits=splits, num_stages=5, split_rows=split_rows, pair_blocks=pair, fill_n=16)
     outs = {}
-    for head_dot in ("", mode):
+    for head_dot in (0, mode):
         out = torch.full((batch * next_n, mml), float("nan"), device=DEVICE)
         fp8_paged_mqa_logits(**inputs, clean_logits=clean, out=out, config=dataclasses.replace(cfg, head_dot=head_dot))
         mqa_check.check(out, exp, cleaned=clean, eps=mqa_check.EPS_CUDA if head_dot else None)
@@ -232,10 +232,10 @@ def test_head_dot_matches_the_float64_oracle(case, clean, mode):
             assert torch.isnan(out[~exp.valid.to(out.device)]).all(), "clean_logits=False wrote an invalid position"
         outs[head_dot] = out
     # the same positions written and the same -inf mask; the values differ by the bf16 rounding only
-    assert torch.equal(torch.isnan(outs[""]), torch.isnan(outs[mode]))
-    assert torch.equal(torch.isneginf(outs[""]), torch.isneginf(outs[mode]))
+    assert torch.equal(torch.isnan(outs[0]), torch.isnan(outs[mode]))
+    assert torch.equal(torch.isneginf(outs[0]), torch.isneginf(outs[mode]))
     valid = exp.valid.to(DEVICE)
-    assert not torch.equal(outs[""][valid], outs[mode][valid]), "head_dot changed nothing: is it launched?"
+    assert not torch.equal(outs[0][valid], outs[mode][valid]), "head_dot changed nothing: is it launched?"
 
 
 def test_head_dot_with_a_row_past_next_n_in_the_tile_writes_nothing_there():
@@ -244,7 +244,7 @@ def test_head_dot_with_a_row_past_next_n_in_the_tile_writes_nothing_there():
     exp = mqa_check.paged_expected(inputs)
     out = torch.full((2 * 3 + 1, 48), float("nan"), device=DEVICE)  # one extra row after the output
     fp8_paged_mqa_logits(**inputs, out=out[:6], config=PagedConfig(rows=4, splits=2, split_rows=True, fill_n=16,
-                                                                  head_dot="bf16"))
+                                                                  head_dot=paged_mqa_logits.HEAD_DOT_BF16))
     mqa_check.check(out[:6], exp, eps=mqa_check.EPS_CUDA)
     assert torch.isnan(out[6]).all()
 
@@ -252,13 +252,13 @@ def test_head_dot_with_a_row_past_next_n_in_the_tile_writes_nothing_there():
 def test_head_dot_is_off_by_default_and_refuses_what_it_cannot_hold():
     cpu = torch.device("cpu")
     for next_n in (1, 2, 4):
-        assert paged_mqa_logits.default_config(64, next_n, 64, 64, 16384, cpu, max_blocks=167).head_dot == ""
+        assert paged_mqa_logits.default_config(64, next_n, 64, 64, 16384, cpu, max_blocks=167).head_dot == 0
     inputs = paged_mqa_logits.make_inputs(2, 2, 16, 64, 16, 64, torch.tensor([10, 64]), seed=1, device=DEVICE)
-    for cfg in (PagedConfig(rows=2, splits=1, split_rows=True, head_dot="fp8"),
-                PagedConfig(rows=2, splits=1, head_dot="tf32"),
-                PagedConfig(rows=2, splits=1, reduce_dot=True, head_dot="bf16"),
-                PagedConfig(rows=2, splits=1, split_rows=True, persistent=2, head_dot="bf16")):
+    for cfg in (PagedConfig(rows=2, splits=1, split_rows=True, head_dot=3),
+                PagedConfig(rows=2, splits=1, head_dot=-1),
+                PagedConfig(rows=2, splits=1, reduce_dot=True, head_dot=1),
+                PagedConfig(rows=2, splits=1, split_rows=True, persistent=2, head_dot=1)):
         with pytest.raises(ValueError, match="head_dot"):
             fp8_paged_mqa_logits(**inputs, config=cfg)
-    # "" is the shipped reduction: no error
-    fp8_paged_mqa_logits(**inputs, config=PagedConfig(rows=2, splits=1, split_rows=True, head_dot=""))
+    # 0 is the shipped reduction: no error
+    fp8_paged_mqa_logits(**inputs, config=PagedConfig(rows=2, splits=1, split_rows=True, head_dot=0))
