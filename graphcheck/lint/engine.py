@@ -247,6 +247,14 @@ def lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None = 
     capture map): ``ExtraRoot(path, qualname)`` from ``graphcheck.lint.project``.
     Raises ``graphcheck.config.ConfigError`` for a path that does not exist.
     """
+    with lint_pool.fewer_collections():
+        return _lint_paths(paths, config, jobs=jobs, use_cache=use_cache, trust_stat=trust_stat,
+                           extra_roots=extra_roots, progress=progress)
+
+
+def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, *, jobs: int | None,
+                use_cache: bool, trust_stat: bool, extra_roots: Sequence[ExtraRoot],
+                progress: Callable[[int, int], None] | None) -> LintResult:
     started = time.perf_counter()
     config = config or Config()
     discovery = files_mod.discover(paths, config)

@@ -9,10 +9,29 @@ redone in this process, one task at a time, so nothing is lost.
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Callable
+import contextlib
+import gc
+from collections.abc import Callable, Iterator
 from typing import Any
 
 SERIAL_BELOW = 50  # fewer tasks than this run in-process: a pool costs more than it saves
+# Parsing a tree allocates millions of AST nodes. At CPython's default thresholds (700, 10, 10) linting
+# the torch tree ran ~140 full collections, each walking every live object (the project index, the
+# summaries): a sixth of the run's CPU time. These thresholds collect young objects ~30x less often and
+# leave full collections to the growth rule, for a few MB more peak memory.
+_GC_THRESHOLDS = (20000, 20, 20)
+
+
+@contextlib.contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Run the body (and the worker processes it forks) at :data:`_GC_THRESHOLDS`; the caller's thresholds
+    are restored afterwards. Thresholds already higher are kept."""
+    old = gc.get_threshold()
+    gc.set_threshold(*(max(o, n) for o, n in zip(old, _GC_THRESHOLDS)))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 def chunks(tasks: list, jobs: int) -> list[list]:

@@ -51,3 +51,28 @@ def test_a_dead_worker_costs_nothing_but_is_redone_here(monkeypatch):
     assert sorted(r["task"] for r in results) == _tasks()  # nothing lost, nothing doubled
     redone = {r["task"] for r in results if r["pid"] == PARENT}
     assert "t007" in redone
+
+
+def _report_thresholds(tasks, options):
+    import gc
+
+    return [{"task": t, "pid": os.getpid(), "thresholds": gc.get_threshold()} for t in tasks]
+
+
+def test_workers_and_this_process_collect_less_often_and_the_thresholds_come_back(monkeypatch, tmp_path):
+    import gc
+
+    from graphcheck.lint import pool
+
+    before = gc.get_threshold()
+    with pool.fewer_collections():
+        assert gc.get_threshold()[0] >= pool._GC_THRESHOLDS[0]
+        monkeypatch.setattr(engine, "_lint_chunk", _report_thresholds)
+        results = engine._run_tasks(_tasks(), None, 2)
+    assert gc.get_threshold() == before
+    workers = [r for r in results if r["pid"] != PARENT]
+    assert workers and all(r["thresholds"][0] >= pool._GC_THRESHOLDS[0] for r in workers)
+    monkeypatch.undo()
+    (tmp_path / "m.py").write_text("def f(x):\n    return x\n")
+    engine.lint_paths([tmp_path], use_cache=False, jobs=1)
+    assert gc.get_threshold() == before  # lint_paths restores what the caller had
