@@ -73,7 +73,7 @@ class FuncInfo:
     def own_nodes(self) -> list[ast.AST]:
         """Every node of this function in source order, nested defs excluded."""
         if self._own is None:
-            self._own = list(iter_own_nodes(self.node))
+            self._own = own_statement_nodes(self.node.body)
         return self._own
 
 
@@ -89,15 +89,33 @@ def iter_own_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.A
 def iter_own_statements(statements: Iterable[ast.stmt]) -> Iterator[ast.AST]:
     """Pre-order walk of ``statements`` and what they hold, iteratively; a nested function or class is
     yielded but not entered (its body is another scope)."""
-    stack: list[ast.AST] = list(reversed(list(statements)))
+    return iter(own_statement_nodes(statements))
+
+
+def own_statement_nodes(statements: Iterable[ast.stmt]) -> list[ast.AST]:
+    """:func:`iter_own_statements` as a list. The children of a node are those ``ast.iter_child_nodes``
+    gives, in its order, read here without its two generators (a third of the walk's time)."""
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = list(statements)
+    stack.reverse()
+    append, pop, push, node_type = out.append, stack.pop, stack.append, ast.AST
     while stack:
-        node = stack.pop()
-        yield node
+        node = pop()
+        append(node)
         if isinstance(node, _SCOPE_DEFS):
             continue
-        children = list(ast.iter_child_nodes(node))
-        children.reverse()
-        stack.extend(children)
+        start = len(stack)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, node_type):
+                push(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, node_type):
+                        push(item)
+        if len(stack) - start > 1:
+            stack[start:] = stack[start:][::-1]
+    return out
 
 
 class ModuleIndex:
