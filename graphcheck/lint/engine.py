@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -203,6 +204,7 @@ def _default_excluded(found: Sequence[files_mod.SourceFile], paths: Sequence[str
     # a named directory that is itself test/benchmark/example code asks for that code: no defaults below it
     dirs = [r for r in roots if os.path.isdir(r)]
     asked = {r for r in dirs if any(fnmatch.fnmatchcase(os.path.basename(r), p) for p in patterns)}
+    excluded_part = re.compile("|".join(fnmatch.translate(p) for p in patterns))  # fnmatchcase of any pattern
     out: set[str] = set()
     for sf in found:
         if sf.path in named:
@@ -214,7 +216,7 @@ def _default_excluded(found: Sequence[files_mod.SourceFile], paths: Sequence[str
         if best is None or best in asked:
             continue
         parts = os.path.relpath(sf.path, best).split(os.sep)
-        if any(fnmatch.fnmatchcase(part, pattern) for part in parts for pattern in patterns):
+        if any(excluded_part.match(part) for part in parts):
             out.add(sf.path)
     return out
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any, cast
@@ -178,16 +179,23 @@ def _local_entries(entry_points: Sequence[str], path: str) -> list[str]:
 def _data_dependent_op(qualname: str, chain: Sequence[str], patterns: Sequence[str]) -> str | None:
     """The name of a data-dependent-size op (``unique``, ``nonzero``, ...) this function implements or is
     reached through, or None."""
-    import fnmatch
-
     if not patterns:
         return None
+    globs = _glob_regex(tuple(patterns))
     parts = [p for p in qualname.split(".") if p != "<locals>"]
     parts += [p for d in chain for p in d.split(".")]  # module names too: FlagGems keeps one op per file
     for part in parts:
-        if any(fnmatch.fnmatchcase(part, p) for p in patterns):
+        if globs.match(part):
             return part
     return None
+
+
+@functools.lru_cache(maxsize=16)
+def _glob_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One case-sensitive regex matching what any of the globs matches (``fnmatch.fnmatchcase``)."""
+    import fnmatch
+
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns))
 
 
 _HOST_ALLOC_NAMES = frozenset({"zeros", "empty", "ones", "full", "tensor", "arange", "empty_strided", "rand", "randn"})

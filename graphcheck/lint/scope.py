@@ -152,6 +152,8 @@ class ModuleIndex:
         for info in self.functions:
             self._classify_decorators(info)
         self.mentions_triton = "triton" in source
+        # a prefill branch is a test naming a prefill flag: a module that never spells it has none
+        self.mentions_prefill = "prefill" in source.lower()
         self._lines: list[str] | None = None
         self._returns_host: dict[str, bool] = {}
 

@@ -180,7 +180,9 @@ class _Summarizer:
                                    if not isinstance(c.func, ast.Subscript)) if d]
             capture.append([f"{site} on line {region.line}", region.line, region.end, targets])
         args: list[list[Any]] = []
-        cold_ranges = first_use_ranges(info.node, info.own_nodes()) + prefill_ranges(info.own_nodes())
+        cold_ranges = first_use_ranges(info.node, info.own_nodes())
+        if self.index.mentions_prefill:
+            cold_ranges += prefill_ranges(info.own_nodes())
         cold: dict[str, str] = {}
         warm: set[str] = set()
         for node in info.own_nodes():

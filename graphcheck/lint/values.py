@@ -158,7 +158,7 @@ class FunctionFacts:
         # lines that run once per key (cached work) or only when an optional argument is omitted
         self.first_use = first_use_ranges(info.node, nodes)
         self.optional = optional_ranges(info.node, nodes)
-        self.prefill = prefill_ranges(nodes)
+        self.prefill = prefill_ranges(nodes) if index.mentions_prefill else []
         called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
         for node in nodes:
             if isinstance(node, ast.Attribute) and node.attr in TENSOR_HINT_ATTRS and isinstance(node.value, ast.Name):
