@@ -306,3 +306,17 @@ def test_no_cache_writes_nothing(tree):
     write(tree / "a.py", "t.item()\n")
     lint_paths(["."], Config(root=tree), use_cache=False)
     assert not (tree / ".graphcheck_cache").exists() and not user_cache(tree).exists()
+
+
+def test_index_cache_key_covers_every_module_a_summary_is_built_with(monkeypatch):
+    # the per-file summaries are cached under this key: an edit to a module the summary goes through
+    # (capture regions, cold paths, argument codes, decoding) must invalidate them
+    from graphcheck.lint import project
+
+    real = Path.read_bytes
+    for name in ("summary.py", "scope.py", "capture_sites.py", "coldpaths.py", "callers.py", "files.py"):
+        before = project._cache_key((), ())
+        monkeypatch.setattr(Path, "read_bytes",
+                            lambda self, _n=name: real(self) + (b"# edited" if self.name == _n else b""))
+        assert project._cache_key((), ()) != before, name
+        monkeypatch.setattr(Path, "read_bytes", real)
