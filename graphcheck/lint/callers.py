@@ -235,32 +235,27 @@ def all_pass_numbers(info: Any, param: str, table: dict[str, list[list[Any]]]) -
 
 def call_table(index: Any) -> dict[str, list[list[Any]]]:
     """callee dotted -> call records ``[shown caller, line, via attribute, pos codes, kw codes, star]`` over
-    every summarized module (memoized on the index; a class call counts for its ``__init__``)."""
+    every summarized module (memoized on the index; a class call counts for its ``__init__``). Read off the
+    index's reverse call map (``ProjectIndex.call_edges``): a caller's records for a callee, in its order."""
     table = getattr(index, "_call_table", None)
     if table is not None:
         return table
     table = {}
-    saved, index._missing = index._missing, set()  # resolve what is loaded; load nothing more for this
-    for module, qual, rec in index.funcs.values():
-        records = rec.get("args")
-        if not records:
-            continue
-        path = index.by_module.get(module, module)
-        shown_file = path.replace("\\", "/").rsplit("/", 1)[-1]
-        for callee, line, via, pos, kws, star in records:
-            found = index.resolve(callee)
-            if found is None:
+    order = {caller: n for n, caller in enumerate(index.funcs)}
+    for target, edges in index.call_edges().items():
+        found: list[tuple[int, int, list[Any]]] = []
+        for caller, callee, how in edges:
+            if how == "instance":
                 continue
-            target = found[1]
-            if found[0] == "class":
-                init = index._member(target, ["__init__"], 0)
-                if init is None:
-                    continue
-                target, via = init[1], 1
-            elif found[0] != "func":
-                continue
-            table.setdefault(target, []).append([f"`{qual}` ({shown_file}:{line})", line, via, pos, kws, star])
-    index._missing = saved
+            module, qual, rec = index.funcs[caller]
+            shown_file = index.by_module.get(module, module).replace("\\", "/").rsplit("/", 1)[-1]
+            for n, (name, line, via, pos, kws, star) in enumerate(rec.get("args", ())):
+                if name == callee:
+                    via = 1 if how == "class" else via
+                    found.append((order[caller], n, [f"`{qual}` ({shown_file}:{line})", line, via, pos, kws, star]))
+        if found:
+            found.sort(key=lambda f: f[:2])  # callers in index order, each one's calls in its order
+            table[target] = [record for _, _, record in found]
     index._call_table = table
     return table
 
@@ -322,23 +317,22 @@ def _cold_only_roots(index: Any) -> dict[str, tuple[str, str]]:
              if d not in index.forced and str(reason).startswith(_LAUNCH_REASONS)}
     if not roots:
         return {}
-    last = {d.rpartition(".")[2] for d in roots}
-    cold_calls: dict[str, tuple[str, str]] = {}
-    warm_called: set[str] = set()
-    for caller, (_module, _qual, rec) in index.funcs.items():
-        cold = dict(rec.get("cold", ()))
-        for callee in rec.get("calls", ()):
-            if callee.rpartition(".")[2] not in last:
+    edges = index.call_edges()
+    out: dict[str, tuple[str, str]] = {}
+    for target in roots:
+        first_cold = None
+        for caller, callee, how in edges.get(target, ()):
+            if how == "instance" or caller == target:
                 continue
-            target = _function(index, callee)
-            if target is None or target not in roots or target == caller:
-                continue
-            why = cold.get(callee)
-            if why is not None and PREFILL in why:
-                cold_calls.setdefault(target, (caller, why))
-            else:
-                warm_called.add(target)
-    return {d: c for d, c in cold_calls.items() if d not in warm_called}
+            why = dict(index.funcs[caller][2].get("cold", ())).get(callee)
+            if why is None or PREFILL not in why:
+                break  # a warm call
+            if first_cold is None:
+                first_cold = (caller, why)
+        else:
+            if first_cold is not None:
+                out[target] = first_cold
+    return out
 
 
 def _function(index: Any, callee: str) -> str | None:

@@ -454,6 +454,7 @@ class ProjectIndex:
         self.attrs: dict[str, dict[str, str]] = {}  # class -> {attribute: dotted class built in __init__}
         self._memo: dict[str, Any] = {}
         self._module_memo: dict[str, bool] = {}
+        self._reverse_calls: dict[str, list[tuple[str, str, str]]] | None = None  # call_edges()
         for module, summ in self.summaries.items():
             for qual, rec in summ.get("funcs", {}).items():
                 dotted = f"{module}.{qual}"
@@ -701,7 +702,15 @@ class ProjectIndex:
         candidates = [r for r in self.roots if r not in self.forced]
         if not candidates:
             return False
+        edges = self.call_edges()
         saved, self._missing = self._missing, set()  # resolve what is loaded; load nothing more for this
+        scripted = set()  # called from a script's `if __name__ == "__main__":` block
+        for summ in self.summaries.values():
+            for callee in summ.get("main_calls", ()):
+                found = self.resolve(callee)
+                if found is not None and found[0] == "func":
+                    scripted.add(found[1])
+        self._missing = saved
         # the callers of the roots, and of their callers, a few levels up: a tester's helper that calls the
         # launcher (`Tester.check -> _match -> _launch`) makes the launcher harness-only too
         callers: dict[str, set[str]] = {}
@@ -712,19 +721,14 @@ class ProjectIndex:
             if not wanted:
                 break
             asked |= wanted
-            for dotted, (_module, _qual, rec) in self.funcs.items():
-                for callee in rec.get("calls", ()):
-                    target = self._call_target(callee)
-                    if target in wanted and target != dotted:
-                        callers.setdefault(target, set()).add(dotted)
-            for summ in self.summaries.values():  # calls from a script's `if __name__ == "__main__":` block
-                for callee in summ.get("main_calls", ()):
-                    found = self.resolve(callee)
-                    if found is not None and found[0] == "func" and found[1] in wanted:
-                        callers.setdefault(found[1], set()).add(_SCRIPT)
+            for target in wanted:
+                for caller, _callee, _how in edges.get(target, ()):
+                    if caller != target:
+                        callers.setdefault(target, set()).add(caller)
+                if target in scripted:
+                    callers.setdefault(target, set()).add(_SCRIPT)
             wanted = {c for t in wanted for c in callers.get(t, ())
                       if c != _SCRIPT and self.off_scope(c) is None and c not in asked}
-        self._missing = saved
         eager_only: set[str] = set()
         changed = True
         while changed:
@@ -743,20 +747,45 @@ class ProjectIndex:
 
     def _call_target(self, callee: str) -> str | None:
         """The function a call runs: a function, or the ``__init__`` of a class; None when unresolved or neither."""
+        found = self._call_target_how(callee)
+        return found[0] if found is not None else None
+
+    def _call_target_how(self, callee: str) -> tuple[str, str] | None:
+        """(the function a call runs, how the call names it: "func", "class" (its ``__init__``) or "instance"
+        (the ``__call__`` or nn.Module ``forward`` of an attribute's class)), or None."""
         found = self.resolve(callee)
         if found is None:
             return None
         if found[0] == "func":
-            return found[1]
+            return found[1], "func"
         if found[0] == "class":
             init = self._member(found[1], ["__init__"], 0)
-            return init[1] if init is not None else None
+            return (init[1], "class") if init is not None else None
         if found[0] == "instance":  # `self.layer(x)`: the class's own __call__, or an nn.Module's forward
             call = self._member(found[1], ["__call__"], 0)
             if call is None and self.is_module_class(found[1]):
                 call = self._member(found[1], ["forward"], 0)
-            return call[1] if call is not None and call[0] == "func" else None
+            return (call[1], "instance") if call is not None and call[0] == "func" else None
         return None
+
+    def call_edges(self) -> dict[str, list[tuple[str, str, str]]]:
+        """The reverse call map: callee dotted -> ``(caller dotted, the call as written, how)`` for every call of
+        every indexed function that resolves (``_call_target_how``), callers in index order. Built once, after
+        the last round of loading (memoized until the definitions are indexed again); it resolves only what is
+        loaded. It serves the eager-only roots, the cold-only roots and the call records
+        (``graphcheck.lint.callers``)."""
+        if self._reverse_calls is not None:
+            return self._reverse_calls
+        edges: dict[str, list[tuple[str, str, str]]] = {}
+        saved, self._missing = self._missing, set()
+        for caller, (_module, _qual, rec) in self.funcs.items():
+            for callee in rec.get("calls", ()):
+                found = self._call_target_how(callee)
+                if found is not None:
+                    edges.setdefault(found[0], []).append((caller, callee, found[1]))
+        self._missing = saved
+        self._reverse_calls = edges
+        return edges
 
     def off_scope(self, dotted: str) -> str | None:
         """"harness" or "eager" when the function is never captured code: reach neither starts nor passes there."""

@@ -424,3 +424,72 @@ def test_methods_of_tester_and_benchmark_classes_are_not_roots(tmp_path):
                 kern[(1,)](x)
     """}
     assert codes(lint(make(tmp_path, files))) == [("moe.py", 14, "GC110")]
+
+
+REVERSE_MAP_TREE = {
+    "pkg/__init__.py": "",
+    "pkg/kern.py": """\
+        import triton
+
+        @triton.jit
+        def k(x):
+            pass
+
+        def launch(x, n=None):
+            k[(1,)](x)
+
+        def prefill_only(x):
+            k[(1,)](x)
+    """,
+    "pkg/model.py": """\
+        import triton  # summarized up front
+        from pkg.kern import launch, prefill_only
+
+        class Block:
+            def __init__(self, n):
+                self.n = n
+
+        def step(x, has_prefill):
+            launch(x, 4)
+            b = Block(3)
+            if has_prefill:
+                prefill_only(x)
+    """,
+    "pkg/tests_helper.py": """\
+        import triton  # summarized up front
+        from pkg.kern import launch
+
+        def test_launch(x):
+            launch(x)
+    """,
+}
+
+
+def test_one_reverse_call_map_serves_eager_roots_cold_roots_and_call_records(tmp_path, monkeypatch):
+    from graphcheck.lint import callers
+
+    root = make(tmp_path, REVERSE_MAP_TREE)
+    builds = []
+    real = ProjectIndex.call_edges
+
+    def counted(self):
+        if self._reverse_calls is None:
+            builds.append(1)
+        return real(self)
+
+    monkeypatch.setattr(ProjectIndex, "call_edges", counted)
+    files = sorted(str(p) for p in root.rglob("*.py"))
+    index = ProjectIndex(files)
+    contexts = [index.context(f) for f in files]
+    assert builds == [1], "the reverse call map is built once per index and shared"
+    edges = index.call_edges()
+    assert [(c, how) for c, _, how in edges["pkg.kern.launch"]] == [
+        ("pkg.model.step", "func"), ("pkg.tests_helper.test_launch", "func")]
+    assert [(c, how) for c, _, how in edges["pkg.model.Block.__init__"]] == [("pkg.model.step", "class")]
+    table = callers.call_table(index)
+    assert [r[0] for r in table["pkg.kern.launch"]] == ["`step` (model.py:9)", "`test_launch` (tests_helper.py:5)"]
+    assert table["pkg.model.Block.__init__"][0][2] == 1  # a class call fills __init__ after self
+    cold = callers.cold_table(index)
+    assert "pkg.kern.prefill_only" in cold and "prefill branch" in cold["pkg.kern.prefill_only"]
+    assert "pkg.kern.launch" not in cold  # called warm from step
+    assert "launch" in next(c for c in contexts if c is not None and "launch" in c.reach).reach
