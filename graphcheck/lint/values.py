@@ -391,7 +391,8 @@ class FunctionFacts:
     def host_named(self, name: str) -> bool:
         hit = self._host_name_memo.get(name)
         if hit is None:
-            hit = self._host_name_memo[name] = any(fnmatch.fnmatchcase(name, p) for p in self.host_names)
+            globs = _case_globs(self.host_names)
+            hit = self._host_name_memo[name] = globs is not None and globs.match(name) is not None
         return hit
 
     def is_host_value(self, node: ast.AST, depth: int = 0) -> bool:
@@ -884,6 +885,12 @@ def _compiled_globs(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     """One regex for the globs (built once per list: every function's facts ask for the same one)."""
     pats = [fnmatch.translate(p.lower()) for p in patterns if p]
     return re.compile("|".join(pats)) if pats else None
+
+
+@functools.lru_cache(maxsize=64)
+def _case_globs(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One case-sensitive regex for the globs (what ``fnmatch.fnmatchcase`` of any of them matches)."""
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
 
 
 def _strip_optional(text: str) -> str:
