@@ -402,8 +402,12 @@ class ProjectIndex:
     # -- loading -----------------------------------------------------------
 
     def _load(self, paths: list[str], force: set[str] | None = None, all_forced: bool = False) -> None:
+        """Summarize ``paths`` (or take them from the cache). They are taken in the order of ``paths``, whichever
+        worker finishes first and whether an entry came from the cache: the order of the index decides the order
+        of the roots, and so which chain a reachable function is named with, which must not vary between runs."""
         force = force or set()
         tasks = []
+        taken: dict[str, list[Any] | None] = {}
         for path in paths:
             forced = all_forced or path in force
             try:
@@ -412,8 +416,9 @@ class ProjectIndex:
             except OSError:
                 entry = None
             if entry is not None and (entry[5] is not None or not forced):
-                self._take(path, entry)
+                taken[path] = entry
                 continue
+            taken[path] = None
             module, is_package = self.names[path]
             tasks.append((path, module, is_package, forced, self.registrars, self.words, self.max_file_size))
         for res in _run(tasks, self.jobs):
@@ -421,7 +426,10 @@ class ProjectIndex:
                 self.entries[res["path"]] = [None, None, None, 0, False, None, 0]
                 continue
             self.cache.store(res)
-            self._take(res["path"], self.cache.entries[res["path"]])
+            taken[res["path"]] = self.cache.entries[res["path"]]
+        for path, entry in taken.items():
+            if entry is not None:
+                self._take(path, entry)
 
     def _take(self, path: str, entry: list[Any]) -> None:
         self.entries[path] = entry
@@ -437,8 +445,8 @@ class ProjectIndex:
             self._find_roots()
             self._walk()
             self._contexts_imports()
-            wanted = [self.by_module[m] for m in self._missing
-                      if m in self.by_module and m not in self.summaries]
+            wanted = sorted(self.by_module[m] for m in self._missing
+                            if m in self.by_module and m not in self.summaries)
             if not wanted:
                 if self._drop_eager_only_roots():
                     self._walk()

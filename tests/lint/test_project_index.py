@@ -493,3 +493,27 @@ def test_one_reverse_call_map_serves_eager_roots_cold_roots_and_call_records(tmp
     assert "pkg.kern.prefill_only" in cold and "prefill branch" in cold["pkg.kern.prefill_only"]
     assert "pkg.kern.launch" not in cold  # called warm from step
     assert "launch" in next(c for c in contexts if c is not None and "launch" in c.reach).reach
+
+
+def test_the_chain_named_does_not_depend_on_which_worker_finishes_first(tmp_path, monkeypatch):
+    # two roots reach `helper`; the index takes summaries in path order, so the chain is the same whether
+    # the pool hands results back in order, reversed, or partly from the cache
+    from graphcheck.lint import project
+
+    files = {"pkg/__init__.py": "", "pkg/util.py": "def helper(x):\n    return x\n"}
+    for name in ("a_first", "b_second"):
+        files[f"pkg/{name}.py"] = (f"import triton\nfrom pkg.util import helper\n\n@triton.jit\ndef k_{name}(x):\n"
+                                   f"    pass\n\ndef launch_{name}(x):\n    k_{name}[(1,)](x)\n    helper(x)\n")
+    root = make(tmp_path, files)
+    paths = sorted(str(p) for p in root.rglob("*.py"))
+    util = str(root / "pkg/util.py")
+    real = project._run
+    chains = []
+    for order in (lambda r: r, lambda r: list(reversed(r))):
+        monkeypatch.setattr(project, "_run", lambda tasks, jobs, _o=order: _o(real(tasks, jobs)))
+        chains.append(ProjectIndex(paths).context(util).reach["helper"][2])
+    cache = tmp_path / "cache"
+    ProjectIndex(paths[:2], cache_dir=cache)  # a cache that holds some of the files
+    chains.append(ProjectIndex(paths, cache_dir=cache).context(util).reach["helper"][2])
+    assert chains[0] == ["pkg.a_first.launch_a_first", "pkg.util.helper"]
+    assert chains[1:] == [chains[0], chains[0]]
