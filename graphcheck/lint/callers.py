@@ -24,7 +24,7 @@ import ast
 from collections.abc import Sequence
 from typing import Any
 
-from graphcheck.lint.coldpaths import PREFILL
+from graphcheck.lint.coldpaths import PREFILL_BRANCH
 
 # calls and methods whose result is a Python number
 _NUMBER_FUNCS = {"len", "int", "float", "round", "abs", "bool"}
@@ -260,7 +260,7 @@ def call_table(index: Any) -> dict[str, list[list[Any]]]:
     return table
 
 
-def cold_table(index: Any) -> dict[str, str]:
+def cold_table(index: Any) -> dict[str, list[str]]:
     """Reachable functions (dotted) reached only through calls made on a cache miss -> why, e.g.
     "runs only through `_get_d`'s call on a miss of `D` (line 9), once per key (...)"."""
     memo = getattr(index, "_cold_table", None)
@@ -279,27 +279,27 @@ def cold_table(index: Any) -> dict[str, str]:
         warm.add(dotted)
         stack.extend(index.children.get(dotted, ()))
         rec = index.funcs[dotted][2]
-        cold = {c for c, _ in rec.get("cold", ())}
+        cold = {c for c, _why, _kind in rec.get("cold", ())}
         for callee in rec.get("calls", ()):
             if callee in cold:
                 continue
             target = _function(index, callee)
             if target is not None:
                 stack.append(target)
-    out: dict[str, str] = {}
+    out: dict[str, list[str]] = {}
     for dotted in index.parent:
         if dotted in warm:
             continue
         if dotted in cold_only:
             caller, why = cold_only[dotted]
-            out[dotted] = f"runs only through `{index.funcs[caller][1]}`'s call {why}"
+            out[dotted] = [f"runs only through `{index.funcs[caller][1]}`'s call {why}", PREFILL_BRANCH]
             continue
         chain = index.chain(dotted)
         for caller, callee in zip(chain, chain[1:]):
             rec = index.funcs[caller][2]
-            edge_why = next((w for c, w in rec.get("cold", ()) if _function(index, c) == callee), None)
-            if edge_why is not None:
-                out[dotted] = f"runs only through `{index.funcs[caller][1]}`'s call {edge_why}"
+            edge = next(([w, k] for c, w, k in rec.get("cold", ()) if _function(index, c) == callee), None)
+            if edge is not None:
+                out[dotted] = [f"runs only through `{index.funcs[caller][1]}`'s call {edge[0]}", edge[1]]
                 break
     index._missing = saved
     index._cold_table = out
@@ -324,9 +324,10 @@ def _cold_only_roots(index: Any) -> dict[str, tuple[str, str]]:
         for caller, callee, how in edges.get(target, ()):
             if how == "instance" or caller == target:
                 continue
-            why = dict(index.funcs[caller][2].get("cold", ())).get(callee)
-            if why is None or PREFILL not in why:
-                break  # a warm call
+            cold = {c: (why, kind) for c, why, kind in index.funcs[caller][2].get("cold", ())}.get(callee)
+            if cold is None or cold[1] != PREFILL_BRANCH:
+                break  # a warm call, or one on a cache miss
+            why = cold[0]
             if first_cold is None:
                 first_cold = (caller, why)
         else:

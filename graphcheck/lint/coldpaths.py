@@ -39,6 +39,10 @@ import dataclasses
 from collections.abc import Sequence
 
 FIRST_USE = "once per key (first use, normally a warm-up before capture)"
+# the kinds of cold path, as findings name them (evidence "path") and summaries store them
+CACHE_MISS = "cache miss"
+PREFILL_BRANCH = "prefill branch"
+OPTIONAL_ARGUMENT = "optional argument"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +55,7 @@ class Cold:
     param: str | None = None  # the optional parameter whose absence the range stands for
     # an expression's exact extent (line, col, end line, end col): `n if p is None else p.item()` on one line
     span: tuple[int, int, int, int] | None = None
+    kind: str = CACHE_MISS  # CACHE_MISS, PREFILL_BRANCH or OPTIONAL_ARGUMENT
 
     def holds(self, line: int, col: int) -> bool:
         if self.span is None:
@@ -116,7 +121,7 @@ def prefill_ranges(nodes: Sequence[ast.AST]) -> list[Cold]:
         block = node.body if on_true else node.orelse
         if block:
             why = f"under `if {_text(node.test)}:` (line {node.lineno}), {PREFILL}"
-            out.append(Cold(block[0].lineno, _last_line(block), why))
+            out.append(Cold(block[0].lineno, _last_line(block), why, kind=PREFILL_BRANCH))
     return out
 
 
@@ -177,7 +182,8 @@ def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id in flags and node.body:
             # `if clean: ...` with `clean=False`: an opt-in the caller must ask for
             name = node.test.id
-            out.append(Cold(node.body[0].lineno, _last_line(node.body), OPT_IN.format(name=name), name))
+            out.append(Cold(node.body[0].lineno, _last_line(node.body), OPT_IN.format(name=name), name,
+                            kind=OPTIONAL_ARGUMENT))
             continue
         if isinstance(node, ast.If):
             hit = _absent_test(node.test, optional, params)
@@ -186,11 +192,11 @@ def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[
             what, param, on_true = hit
             block = node.body if on_true else node.orelse
             if block:
-                out.append(Cold(block[0].lineno, _last_line(block), _why(what, param), param))
+                out.append(Cold(block[0].lineno, _last_line(block), _why(what, param), param, kind=OPTIONAL_ARGUMENT))
             elif not on_true and node.body and isinstance(node.body[-1], ast.Return):
                 # `if p is not None: return p` -- what follows runs only without p (a `raise` there says
                 # p must be omitted: what follows is the normal path)
-                out.append(Cold(_last_line(node.body) + 1, end, _why(what, param), param))
+                out.append(Cold(_last_line(node.body) + 1, end, _why(what, param), param, kind=OPTIONAL_ARGUMENT))
         elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and isinstance(node.values[0], ast.Name) \
                 and node.values[0].id in optional:
             name = node.values[0].id  # `p or x.max().item()`: the rest runs only without p
@@ -205,7 +211,7 @@ def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[
 def _expr_cold(expr: ast.expr, name: str) -> Cold:
     end_line = getattr(expr, "end_lineno", None) or expr.lineno
     span = (expr.lineno, expr.col_offset, end_line, getattr(expr, "end_col_offset", None) or 10**6)
-    return Cold(expr.lineno, end_line, _why(f"`{name}`", name), name, span)
+    return Cold(expr.lineno, end_line, _why(f"`{name}`", name), name, span, OPTIONAL_ARGUMENT)
 
 
 def _why(what: str, param: str) -> str:

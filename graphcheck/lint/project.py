@@ -184,9 +184,10 @@ class FileContext:
     broken: bool = False  # the file did not parse: the rules report it
     captures: list[str] = dataclasses.field(default_factory=list)  # qualnames that open a capture region
     off: dict[str, str] = dataclasses.field(default_factory=dict)  # qualname -> "harness"|"eager" (never captured)
-    # qualname -> in-tree call records (graphcheck.lint.callers); qualname -> why it runs only on a cache miss
+    # qualname -> in-tree call records (graphcheck.lint.callers); qualname -> [why it runs only on a cold path,
+    # the kind of that path: "cache miss" or "prefill branch"]
     callers: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
-    cold: dict[str, str] = dataclasses.field(default_factory=dict)
+    cold: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"reach": self.reach, "aliases": self.aliases, "kernels": self.kernels, "broken": self.broken,

@@ -38,13 +38,13 @@ from graphcheck.config import (
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint import callers, capture_sites
 from graphcheck.lint.closures import ModuleFacts
-from graphcheck.lint.coldpaths import OPT_IN, PREFILL
+from graphcheck.lint.coldpaths import CACHE_MISS, OPT_IN, OPTIONAL_ARGUMENT, PREFILL_BRANCH
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, is_builtin, is_cpu_device
 
 _TEXT_LIMIT = 60
 # evidence "path" of findings on paths capture does not run
-_COLD_KINDS = ("cache miss", "optional argument", "prefill branch")
+_COLD_KINDS = (CACHE_MISS, OPTIONAL_ARGUMENT, PREFILL_BRANCH)
 # a reach reason that names a capture site (the kernel's first call may be inside the capture)
 _CAPTURE_SITE = re.compile(r"torch\.cuda\.graph|capture_begin|make_graphed_callables|recorded")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -395,13 +395,13 @@ class _FunctionChecker:
         fallback. The fallback stays an error when a caller the project knows omits ``p`` (or passes None)."""
         first = self.facts.first_use_at(line, col)
         if first is not None:
-            return f"it runs only {first.why}", "cache miss", True
+            return f"it runs only {first.why}", first.kind, True
         prefill = self.facts.prefill_at(line, col)
         if prefill is not None:
-            return f"it runs only {prefill.why}", "prefill branch", True
+            return f"it runs only {prefill.why}", prefill.kind, True
         cold = (self.linter.context or {}).get("cold", {}).get(self.info.qualname)
-        if cold:
-            return f"it {cold}", "prefill branch" if PREFILL in cold else "cache miss", True
+        if cold:  # [why, kind]: reached only through a call made on a cold path
+            return f"it {cold[0]}", cold[1], True
         optional = self.facts.optional_at(line, col)
         if optional is None:
             return None
@@ -409,14 +409,14 @@ class _FunctionChecker:
         if param is not None and optional.why == OPT_IN.format(name=param):
             caller = callers.passing(self.info, param, (self.linter.context or {}).get("callers", {}))
             if caller is not None:
-                return f"it runs when `{param}` is passed, as {caller} does", "optional argument", False
-            return f"it runs only {optional.why}; no caller in the tree does", "optional argument", True
+                return f"it runs when `{param}` is passed, as {caller} does", OPTIONAL_ARGUMENT, False
+            return f"it runs only {optional.why}; no caller in the tree does", OPTIONAL_ARGUMENT, True
         if param is not None and optional.why.startswith("when the caller omits"):
             caller = callers.omitting(self.info, param, (self.linter.context or {}).get("callers", {}))
             if caller is not None:
-                return f"it runs when `{param}` is omitted or None, as {caller} does", "optional argument", False
-            return f"it runs only {optional.why}; no caller in the tree does", "optional argument", True
-        return f"it runs only {optional.why}", "optional argument", True
+                return f"it runs when `{param}` is omitted or None, as {caller} does", OPTIONAL_ARGUMENT, False
+            return f"it runs only {optional.why}; no caller in the tree does", OPTIONAL_ARGUMENT, True
+        return f"it runs only {optional.why}", OPTIONAL_ARGUMENT, True
 
     def origin_sync(self, node: ast.AST | None) -> ast.AST | None:
         """The host sync a value comes from: the call itself, or the sync a host name was assigned from."""

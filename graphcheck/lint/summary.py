@@ -183,7 +183,7 @@ class _Summarizer:
         cold_ranges = first_use_ranges(info.node, info.own_nodes())
         if self.index.mentions_prefill:
             cold_ranges += prefill_ranges(info.own_nodes())
-        cold: dict[str, str] = {}
+        cold: dict[str, tuple[str, str]] = {}  # callee -> (why, kind) of its first cold call
         warm: set[str] = set()
         for node in info.own_nodes():
             if not isinstance(node, ast.Call):
@@ -205,11 +205,11 @@ class _Summarizer:
             calls.append(callee)
             if callee.split(".", 1)[0] not in _EXTERNAL:  # maybe a call into the tree: what it passes, where
                 args.append(self.call_record(node, callee, info))
-                why = next((c.why for c in cold_ranges if c.start <= node.lineno <= c.end), None)
-                if why is None:
+                where = next((c for c in cold_ranges if c.start <= node.lineno <= c.end), None)
+                if where is None:
                     warm.add(callee)
                 else:
-                    cold.setdefault(callee, why)
+                    cold.setdefault(callee, (where.why, where.kind))
             if callee.rpartition(".")[2] == "make_graphed_callables" and node.args:
                 first = node.args[0]
                 elts = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
@@ -236,9 +236,8 @@ class _Summarizer:
             out["launch"] = launches
         if args:
             out["args"] = args
-        cold = {c: why for c, why in cold.items() if c not in warm}
-        if cold:
-            out["cold"] = sorted(cold.items())
+        if any(c not in warm for c in cold):  # [callee, why, kind]: calls made only on a cold path
+            out["cold"] = sorted([c, why, kind] for c, (why, kind) in cold.items() if c not in warm)
         if ext_ops:
             out["ext_ops"] = ext_ops
         if regs:

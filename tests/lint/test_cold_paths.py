@@ -346,3 +346,68 @@ def test_a_sync_under_an_opt_in_flag_is_a_warning_unless_a_caller_passes_it(tmp_
     assert [(c, s) for _, _, c, s, _ in called] == [("GC101", "error")]
     assert "it runs when `clean` is passed, as `decode`" in called[0][4]
 
+
+
+# -- the kind of a cold path -----------------------------------------------------------------------------
+
+
+def test_the_summary_stores_the_kind_of_each_cold_call_and_findings_take_it_from_there(tmp_path):
+    # the kind (prefill branch or cache miss) travels as data from the summary to the finding; it is not
+    # read back out of the reason's wording
+    from graphcheck.lint.summary import summarize
+
+    source = textwrap.dedent("""\
+        CACHE = {}
+
+        def build(key): ...
+        def run_prefill(x): ...
+        def decode(x): ...
+
+        def step(x, key, has_prefill):
+            if key not in CACHE:
+                CACHE[key] = build(key)
+            if has_prefill:
+                run_prefill(x)
+            return decode(x)
+    """)
+    rec = summarize(source, "m", False, ())["funcs"]["step"]
+    assert [(callee, kind) for callee, _why, kind in rec["cold"]] == [
+        ("m.build", "cache miss"), ("m.run_prefill", "prefill branch")]
+    assert "prefill" in rec["cold"][1][1] and "once per key" in rec["cold"][0][1]
+
+    files = {"p/__init__.py": "", "p/conv.py": """\
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def kern(x_ptr, n, BLOCK: tl.constexpr):
+            pass
+
+        TABLES = {}
+
+        def _table(x):
+            if x.dtype not in TABLES:
+                TABLES[x.dtype] = fill(x)
+            return TABLES[x.dtype]
+
+        def fill(x):
+            return x.sum().item()
+
+        def conv_fn(x, lengths):
+            seqlens = lengths.to("cpu")
+            kern[(1,)](x, _table(x), BLOCK=64)
+    """, "p/mixer.py": """\
+        import torch
+
+        from p.conv import conv_fn
+
+        class Mixer(torch.nn.Module):
+            def forward(self, x, lengths, has_prefill):
+                if has_prefill:
+                    conv_fn(x, lengths)
+    """}
+    root = make(tmp_path, files)
+    result = lint_paths([str(root)], Config(root=root), use_cache=False, jobs=1)
+    paths = {(f.code, f.line): f.evidence.get("path") for f in result.findings}
+    assert paths[("GC104", 19)] == "prefill branch"  # conv_fn is reached only through the prefill branch
+    assert paths[("GC101", 16)] == "cache miss"  # fill runs only on a miss of TABLES
