@@ -24,7 +24,7 @@ import ast
 import dataclasses
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from graphcheck import rules
@@ -198,18 +198,22 @@ def _glob_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(fnmatch.translate(p) for p in patterns))
 
 
-_HOST_ALLOC_NAMES = frozenset({"zeros", "empty", "ones", "full", "tensor", "arange", "empty_strided", "rand", "randn"})
+def _allocates(qual: str | None, attr: str | None) -> bool:
+    """A call that allocates a tensor of a size it is given: a torch factory (``_ALLOCATORS``, matched on the
+    resolved name) or a ``new_*`` method of a tensor (``qual`` None: a method on a value)."""
+    return qual in _ALLOCATORS or (qual is None and attr in _ALLOC_METHODS)
 
 
-def _host_allocation(info: FuncInfo) -> int | None:
+def _host_allocation(info: FuncInfo, resolve: Callable[[ast.AST], str | None]) -> int | None:
     """The line of an allocation with ``device="cpu"`` written out (not pinned: a pinned buffer is a staging
-    area for device work) among the function's own nodes, or None."""
+    area for device work) among the function's own nodes, or None. An allocation is what the allocation rule
+    takes for one (``_allocates``, on the name ``resolve`` gives), or a ``torch.tensor`` built from data."""
     for node in info.own_nodes():
         if not isinstance(node, ast.Call):
             continue
         func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if name not in _HOST_ALLOC_NAMES:
+        qual = resolve(func)
+        if not (qual == "torch.tensor" or _allocates(qual, func.attr if isinstance(func, ast.Attribute) else None)):
             continue
         kws = {kw.arg: kw.value for kw in node.keywords if kw.arg}
         device = kws.get("device")
@@ -360,7 +364,7 @@ class _FunctionChecker:
         self.data_dependent = _data_dependent_op(f"{stem}.{info.qualname}", chain,
                                                  ctx.get("data_dependent", DEFAULT_DATA_DEPENDENT))
         self._derived: list[tuple[int, int]] = []  # (finding index, line of the sync it follows from)
-        self.host_alloc = _host_allocation(info)  # a line allocating on the CPU: a host implementation
+        self.host_alloc = _host_allocation(info, self.aliases.resolve)  # a CPU allocation: a host implementation
         self._regions: list[capture_sites.Region] | None = None  # the function's capture regions, when asked
 
     def report(self, code: str, node: ast.AST, message: str, **evidence: object) -> None:
@@ -566,7 +570,7 @@ class _FunctionChecker:
             self.report("GC206", node, f"`{self.t(node)}` targets a stream that is not the capturing one{{where}}")
 
         self.check_h2d(node, qual, attr)
-        if qual in _ALLOCATORS or (method and attr in _ALLOC_METHODS):
+        if _allocates(qual, attr):
             self.check_allocation(node, qual, attr)
         if self.index.is_launch(node):
             self.check_launch(node)

@@ -664,3 +664,21 @@ def test_copies_to_the_host_in_a_function_that_computes_on_the_host_are_warnings
     assert {(c, s) for c, s, *_ in pinned} == {("GC104", "error")}
     on_device = findings(HOST_DEQUANT.replace('device="cpu"', "device=packed.device"))
     assert {(c, s) for c, s, *_ in on_device} == {("GC104", "error")}
+
+
+def test_a_host_allocation_is_what_the_allocation_rule_takes_for_one_by_resolved_name():
+    # the host-implementation test and the allocation rule share one list of resolved torch factories:
+    # `from torch import zeros` and `x.new_zeros(..., device="cpu")` count, a look-alike `zeros` of another
+    # library (numpy's takes device="cpu" too) does not
+    from_import = findings(HOST_DEQUANT.replace("torch.zeros(", "zeros(")
+                           .replace("def dequantize_on_host", "from torch import zeros\n\ndef dequantize_on_host"))
+    assert {(c, s) for c, s, *_ in from_import} == {("GC104", "warning")}
+    method = findings(HOST_DEQUANT.replace("torch.zeros((packed.shape[0], packed.shape[1] * 2),",
+                                           "packed.new_zeros((packed.shape[0], packed.shape[1] * 2),"))
+    assert {(c, s) for c, s, *_ in method} == {("GC104", "warning")}
+    linspace = findings(HOST_DEQUANT.replace("torch.zeros((packed.shape[0], packed.shape[1] * 2),",
+                                             "torch.linspace(0, 1, 8,"))
+    assert {(c, s) for c, s, *_ in linspace} == {("GC104", "warning")}
+    other = findings(HOST_DEQUANT.replace("torch.zeros(", "np.zeros(")
+                     .replace("def dequantize_on_host", "import numpy as np\n\ndef dequantize_on_host"))
+    assert {(c, s) for c, s, *_ in other} == {("GC104", "error")}
