@@ -235,8 +235,10 @@ def all_pass_numbers(info: Any, param: str, table: dict[str, list[list[Any]]]) -
 
 def call_table(index: Any) -> dict[str, list[list[Any]]]:
     """callee dotted -> call records ``[shown caller, line, via attribute, pos codes, kw codes, star]`` over
-    every summarized module (memoized on the index; a class call counts for its ``__init__``). Read off the
-    index's reverse call map (``ProjectIndex.call_edges``): a caller's records for a callee, in its order."""
+    every summarized module (memoized on the index; a class call counts for its ``__init__``, ``self.layer(x)``
+    for the ``__call__`` or nn.Module ``forward`` of the attribute's class). Read off the index's reverse call
+    map (``ProjectIndex.call_edges``, the resolver the reachability walk uses): a caller's records for a
+    callee, in its order."""
     table = getattr(index, "_call_table", None)
     if table is not None:
         return table
@@ -245,8 +247,6 @@ def call_table(index: Any) -> dict[str, list[list[Any]]]:
     for target, edges in index.call_edges().items():
         found: list[tuple[int, int, list[Any]]] = []
         for caller, callee, how in edges:
-            if how == "instance":
-                continue
             module, qual, rec = index.funcs[caller]
             shown_file = index.by_module.get(module, module).replace("\\", "/").rsplit("/", 1)[-1]
             for n, (name, line, via, pos, kws, star) in enumerate(rec.get("args", ())):
@@ -283,7 +283,7 @@ def cold_table(index: Any) -> dict[str, list[str]]:
         for callee in rec.get("calls", ()):
             if callee in cold:
                 continue
-            target = _function(index, callee)
+            target = index._call_target(callee)  # the resolver the reachability walk uses
             if target is not None:
                 stack.append(target)
     out: dict[str, list[str]] = {}
@@ -297,7 +297,7 @@ def cold_table(index: Any) -> dict[str, list[str]]:
         chain = index.chain(dotted)
         for caller, callee in zip(chain, chain[1:]):
             rec = index.funcs[caller][2]
-            edge = next(([w, k] for c, w, k in rec.get("cold", ()) if _function(index, c) == callee), None)
+            edge = next(([w, k] for c, w, k in rec.get("cold", ()) if index._call_target(c) == callee), None)
             if edge is not None:
                 out[dotted] = [f"runs only through `{index.funcs[caller][1]}`'s call {edge[0]}", edge[1]]
                 break
@@ -321,8 +321,8 @@ def _cold_only_roots(index: Any) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for target in roots:
         first_cold = None
-        for caller, callee, how in edges.get(target, ()):
-            if how == "instance" or caller == target:
+        for caller, callee, _how in edges.get(target, ()):
+            if caller == target:
                 continue
             cold = {c: (why, kind) for c, why, kind in index.funcs[caller][2].get("cold", ())}.get(callee)
             if cold is None or cold[1] != PREFILL_BRANCH:
@@ -334,13 +334,3 @@ def _cold_only_roots(index: Any) -> dict[str, tuple[str, str]]:
             if first_cold is not None:
                 out[target] = first_cold
     return out
-
-
-def _function(index: Any, callee: str) -> str | None:
-    found = index.resolve(callee)
-    if found is None:
-        return None
-    if found[0] == "class":
-        init = index._member(found[1], ["__init__"], 0)
-        return init[1] if init is not None else None
-    return found[1] if found[0] == "func" else None

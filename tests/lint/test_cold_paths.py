@@ -411,3 +411,65 @@ def test_the_summary_stores_the_kind_of_each_cold_call_and_findings_take_it_from
     paths = {(f.code, f.line): f.evidence.get("path") for f in result.findings}
     assert paths[("GC104", 19)] == "prefill branch"  # conv_fn is reached only through the prefill branch
     assert paths[("GC101", 16)] == "cache miss"  # fill runs only on a miss of TABLES
+
+
+INSTANCE_CALLS = {"p/__init__.py": "", "p/layers.py": """\
+    import graphcheck
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def kern(x_ptr, n, BLOCK: tl.constexpr):
+        pass
+
+    class Runner:
+        def __call__(self, x, lengths):
+            seqlens = lengths.to("cpu")
+            kern[(1,)](x, 1, BLOCK=64)
+
+    class Helper:
+        def __call__(self, x):
+            return x.sum().item()
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.runner = Runner()
+            self.helper = Helper()
+
+        @graphcheck.capturable
+        def forward(self, x, lengths, has_prefill):
+            if has_prefill:
+                self.runner(x, lengths)
+                self.helper(x)
+            return x
+"""}
+
+
+def test_cold_paths_follow_instance_calls_as_the_reachability_walk_does(tmp_path):
+    # `self.runner(x)` runs Runner.__call__: the reachability walk follows it, and so do the cold-path table
+    # (a helper called only under the prefill test) and the cold-only roots (a kernel wrapper whose every
+    # call is an instance call under the prefill test)
+    got = {(line, code): (sev, msg) for _n, line, code, sev, msg in found(make(tmp_path / "a", INSTANCE_CALLS))}
+    assert got[(12, "GC104")][0] == "warning"
+    assert "only through `Model.forward`'s call under `if has_prefill:`" in got[(12, "GC104")][1]
+    assert got[(17, "GC101")][0] == "warning"
+    assert "only through `Model.forward`'s call under `if has_prefill:`" in got[(17, "GC101")][1]
+    # called outside the prefill test too: both stay errors
+    files = dict(INSTANCE_CALLS)
+    files["p/layers.py"] = files["p/layers.py"].replace(
+        "            return x\n", "            self.runner(x, lengths)\n            return self.helper(x)\n")
+    loud = {(line, code): sev for _n, line, code, sev, _m in found(make(tmp_path / "b", files))}
+    assert loud[(12, "GC104")] == "error" and loud[(17, "GC101")] == "error"
+
+
+def test_instance_calls_are_call_records_of_the_method_they_run(tmp_path):
+    from graphcheck.lint import callers
+    from graphcheck.lint.project import ProjectIndex
+
+    root = make(tmp_path, INSTANCE_CALLS)
+    index = ProjectIndex(sorted(str(p) for p in root.rglob("*.py")))
+    table = callers.call_table(index)
+    records = table["p.layers.Runner.__call__"]
+    assert [(r[0], r[2]) for r in records] == [("`Model.forward` (layers.py:28)", 1)]  # `self` is filled
