@@ -40,7 +40,7 @@ from graphcheck.lint import callers, capture_sites
 from graphcheck.lint.closures import ModuleFacts
 from graphcheck.lint.coldpaths import CACHE_MISS, OPT_IN, OPTIONAL_ARGUMENT, PREFILL_BRANCH
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
-from graphcheck.lint.values import DEFAULT_HOST_NAMES, is_builtin, is_cpu_device
+from graphcheck.lint.values import DEFAULT_HOST_NAMES, RANDOM_FACTORIES, is_builtin, is_cpu_device
 
 _TEXT_LIMIT = 60
 # evidence "path" of findings on paths capture does not run
@@ -807,6 +807,11 @@ class _FunctionChecker:
                     self.report("GC501", node, f"`{self.t(node)}` draws from a host RNG{{where}}; the draw is "
                                                "baked into the graph and replays identically")
                 return
+            if qual in RANDOM_FACTORIES and self.facts.host_factory_call(node):
+                if self._draw_reaches_device(node):
+                    self.report("GC501", node, f"`{self.t(node)}` draws from the host RNG (no `device=`){{where}}; "
+                                               "the draw is baked into the graph and replays identically")
+                return
             if qual in _SEED_FUNCS:
                 self.report("GC502", node, f"`{self.t(node)}` reads or sets the RNG seed or state{{where}}")
                 return
@@ -871,6 +876,13 @@ class _FunctionChecker:
                         return True  # stored on an object or in a container: anyone may use it
                     tainted.add(target.id)
             elif parent is draw:
+                continue
+            elif isinstance(parent, ast.Subscript) and node is parent.value:
+                pending.append(parent)  # `torch.randint(0, n, (1,))[0]`: still the host draw
+                continue
+            elif (isinstance(parent, ast.Attribute) and parent.attr in ("item", "tolist")
+                  and isinstance(parents.get(id(parent)), ast.Call)):
+                pending.append(parents[id(parent)])  # `.item()` of a host draw: the same value, on the host
                 continue
             elif isinstance(parent, ast.Call) and node is not parent.func:
                 qual = self.aliases.resolve(parent.func) or ""

@@ -133,6 +133,8 @@ class ModuleIndex:
         self.kernels: dict[str, KernelInfo] = {}
         self.libraries: set[str] = set()
         self.cpu_generators: set[str] = set()
+        # `torch.set_default_device("cuda")` somewhere in the module: device-less factories make device tensors
+        self.default_device_accelerator = False
         self.loggers: set[str] = set()
         self.module_names: set[str] = set()
         self._registered: list[tuple[str, str]] = []  # (function name, reason)
@@ -149,6 +151,8 @@ class ModuleIndex:
             s.name for s in tree.body if isinstance(s, ast.ClassDef)}
         for call in self._deferred_calls:
             self._registration_call(call)
+            if self.aliases.resolve(call.func) == "torch.set_default_device" and _device_kw_is_cuda(call):
+                self.default_device_accelerator = True
         for info in self.functions:
             self._classify_decorators(info)
         self.mentions_triton = "triton" in source

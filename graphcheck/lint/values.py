@@ -97,6 +97,13 @@ _IDENTITY_OPS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 _SEQ_NODES = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.Set)
 _SEQ_ANNOTATIONS = {"list", "List", "tuple", "Tuple", "Sequence", "int", "float", "Iterable"}
 _HOST_TENSOR_CTORS = {"torch.tensor", "torch.as_tensor", "torch.from_numpy"}
+# torch factories that draw from the default RNG: on the host unless given a device (or a default device is set)
+RANDOM_FACTORIES = {"torch.rand", "torch.randn", "torch.randint", "torch.randperm"}
+# Factories whose result lives on the default device: the host, without `device=`, `out=` or a default device.
+_FACTORIES = RANDOM_FACTORIES | {
+    "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.arange", "torch.range", "torch.linspace",
+    "torch.logspace", "torch.eye", "torch.empty_strided", "torch.tril_indices", "torch.triu_indices",
+}
 # Tensor metadata fixed for a captured call: never a per-call value for a constexpr.
 _STRUCTURE_ATTRS = SHAPE_ATTRS | {"requires_grad", "nbytes", "is_leaf", "is_sparse", "is_quantized", "names", "ndim"}
 _STRUCTURE_METHODS = {"is_floating_point", "is_complex", "is_contiguous", "element_size", "get_device",
@@ -130,6 +137,12 @@ class FunctionFacts:
         self._host_name_memo: dict[str, bool] = {}
         self._debug = _compile_globs(debug_flags)
         self._typed_tensors: set[str] = set()  # tensors by annotation or by the value assigned, not by use
+        # lines under `with torch.device(<not the CPU>):`, where device-less factories make device tensors
+        self._device_blocks = [
+            (node.body[0].lineno, _last_line(node.body)) for node in info.own_nodes()
+            if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                isinstance(item.context_expr, ast.Call) and self.aliases.resolve(item.context_expr.func)
+                == "torch.device" and not is_cpu_device(self.aliases, item.context_expr) for item in node.items)]
         self._params(info.node)
         for name, kinds in (inherited or {}).items():
             for kind in kinds:
@@ -424,7 +437,7 @@ class FunctionFacts:
                     return True
                 if qual.endswith((".get_rng_state", ".get_rng_state_all")):
                     return True  # RNG state is a CPU tensor, for CUDA generators too
-                if self.host_tensor_call(node):
+                if self.host_tensor_call(node) or self.host_factory_call(node):
                     return True
                 device = _kw(node, "device")
                 if device is not None and qual.startswith("torch.") and is_cpu_device(self.aliases, device):
@@ -846,9 +859,31 @@ class FunctionFacts:
         device = _kw(node, "device")
         if device is not None and not is_cpu_device(self.aliases, device):
             return False
+        if device is None and not self.default_device_is_host(node):
+            return False
         if qual == "torch.tensor":
             return not self.tensorish(data)
         return self.is_host_seq(data)
+
+    def default_device_is_host(self, node: ast.AST) -> bool:
+        """Does a device-less factory at ``node`` make a host tensor? Not under ``with torch.device("cuda"):``
+        nor in a module that calls ``torch.set_default_device`` with something other than the CPU."""
+        if self.index.default_device_accelerator:
+            return False
+        line = getattr(node, "lineno", 0)
+        return not any(first <= line <= last for first, last in self._device_blocks)
+
+    def host_factory_call(self, node: ast.Call) -> bool:
+        """``torch.randint(0, n, (1,))``, ``torch.zeros(n)``...: a factory given no ``device=`` (nor ``out=``)
+        makes a tensor on the default device, the host unless the code sets another one."""
+        if self.aliases.resolve(node.func) not in _FACTORIES:
+            return False
+        if any(kw.arg in ("device", "out") or kw.arg is None for kw in node.keywords):
+            return False  # a device given (a CPU one is handled by the caller), an out= buffer, or **kwargs
+        generator = _kw(node, "generator")
+        if generator is not None and not (isinstance(generator, ast.Name) and self.has(generator.id, "cpugen")):
+            return False  # a generator's device decides where the draw happens
+        return self.default_device_is_host(node)
 
     def is_host_tensor(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Call):
