@@ -1091,6 +1091,86 @@ def _split_top(params: str) -> list[str]:
     return out
 
 
+_NULL_ARG = re.compile(r"^(?:nullptr|NULL|0|\(\s*void\s*\*\s*\)\s*0"
+                       r"|static_cast\s*<[^<>()]*>\s*\(\s*(?:nullptr|NULL)\s*\))$")
+_LAUNCH_IN_BODY = re.compile(r"<<<|\b(?:cuda|hip|cu)(?:LaunchKernel|LaunchCooperativeKernel|ModuleLaunchKernel|"
+                             r"LaunchKernelEx|Memset\w*Async|Memcpy\w*Async)\b|\bhipLaunchKernelGGL\b")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+class _SizeQueries:
+    """The workspace-size query idiom (cub's ``DeviceRadixSort::SortKeys(nullptr, bytes, ...)``): a call that
+    passes a null buffer where the callee, on that parameter, returns (``if (!buf) { size = ...; return; }``)
+    before it launches anything or touches its stream, itself or through a function it forwards the buffer to.
+    Such a call launches nothing, whatever stream it names."""
+
+    def __init__(self, text: str, regions: list[Region], pairs: dict[int, int]) -> None:
+        self.text, self.pairs = text, pairs
+        self.bodies: dict[str, list[Region]] = {}
+        for r in regions:
+            if r.name and r.params and len(r.params) < 4000:
+                self.bodies.setdefault(r.name, []).append(r)
+        self._memo: dict[tuple[str, int, int], bool] = {}
+
+    def query(self, name: str, args: list[str]) -> bool:
+        return any(_NULL_ARG.match(" ".join(a.split())) and self.returns_on_null(name, k, len(args))
+                   for k, a in enumerate(args))
+
+    def returns_on_null(self, name: str, k: int, nargs: int, depth: int = 0) -> bool:
+        """Does every definition of ``name`` that takes ``nargs`` arguments return early when its ``k``-th
+        parameter is null, before any launch or use of its stream?"""
+        key = (name, k, nargs)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = False  # recursion guard
+        fits = [r for r in self.bodies.get(name, ()) if _arity(r.params)[0] <= nargs <= _arity(r.params)[1]]
+        ok = bool(fits) and depth < 3 and all(self._early(r, k, depth) for r in fits)
+        self._memo[key] = ok
+        return ok
+
+    def _early(self, r: Region, k: int, depth: int) -> bool:
+        params = _split_top(r.params)
+        if k >= len(params):
+            return False
+        names = _IDENT.findall(params[k].split("=")[0])
+        if not names:
+            return False
+        buf = re.escape(names[-1])
+        stream_idx = _stream_param_index(r.params)
+        stream_names = _IDENT.findall(params[stream_idx].split("=")[0]) if stream_idx is not None else []
+        body = self.text[r.start + 1 : r.end - 1]
+        at = None
+        test = re.compile(r"\bif\s*\(\s*(?:!\s*" + buf + r"|" + buf + r"\s*==\s*(?:nullptr|NULL|0)"
+                          r"|(?:nullptr|NULL)\s*==\s*" + buf + r")\s*\)\s*(?:\{[^{}]*?\breturn\b|return\b)")
+        m = test.search(body)
+        if m:
+            at = m.start()
+        # or the buffer forwarded, as is, to a function that returns early on it
+        for call in re.finditer(r"(?<![\w.])(?:[A-Za-z_]\w*\s*::\s*)*([A-Za-z_]\w*)\s*(?:<[^;(){}<>]{0,200}>\s*)?\(",
+                                body):
+            if at is not None and call.start() > at:
+                break
+            if call.group(1) not in self.bodies or call.group(1) in _CONTROL:
+                continue
+            open_paren = r.start + 1 + call.end() - 1
+            close = self.pairs.get(open_paren, -1)
+            if close < 0:
+                continue
+            args = _split_args(self.text, open_paren + 1, close, self.pairs)
+            for j, a in enumerate(args):
+                if a.strip() == names[-1] and self.returns_on_null(call.group(1), j, len(args), depth + 1):
+                    at = call.start()
+                    break
+            if at == call.start():
+                break
+        if at is None:
+            return False
+        before = body[:at]
+        if _LAUNCH_IN_BODY.search(before):
+            return False
+        return not (stream_names and re.search(r"\b" + re.escape(stream_names[-1]) + r"\b", before))
+
+
 def _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc) -> None:
     """GC201 where a call passes ``0``/``nullptr`` as the ``cudaStream_t`` parameter of a function declared in
     the file, or where a ``/*stream=*/`` comment labels a ``nullptr``/``0`` argument."""
@@ -1104,6 +1184,8 @@ def _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc) -> 
         overloads.setdefault(m.group(1), set()).add(_arity(m.group(2)) + (_stream_param_index(m.group(2)),))
     launchers = {name: forms for name, forms in overloads.items() if any(idx is not None for *_, idx in forms)}
     reported: set[int] = set()
+    sizes = _SizeQueries(text, regions, pairs)
+    queries: list[tuple[int, int]] = []  # argument lists of size queries: their stream launches nothing
     if launchers:
         names = "|".join(sorted(map(re.escape, launchers), key=len, reverse=True))
         for m in re.finditer(r"(?<![\w.:>])(?:[A-Za-z_]\w*\s*::\s*)*(" + names + r")\s*(?:<[^;(){}<>]{0,200}>\s*)?\(",
@@ -1125,6 +1207,9 @@ def _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc) -> 
             if idx is None or len(args) <= idx:
                 continue
             why = _bad_stream(args[idx])
+            if why and sizes.query(m.group(1), args):
+                queries.append((open_paren, close))
+                continue  # a size query: the callee returns before any launch when this null buffer reaches it
             if why:
                 arg_pos = open_paren + 1 + sum(len(a) + 1 for a in args[:idx])
                 arg_pos += len(args[idx]) - len(args[idx].lstrip())
@@ -1135,6 +1220,8 @@ def _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc) -> 
         value_at = m.start(1)
         if text[m.start()] != " " or text[value_at : m.end(1)] != m.group(1) or value_at in reported:
             continue  # inside a string, or already reported as an argument of a known launcher
+        if any(low < value_at < high for low, high in queries):
+            continue
         region = loc.region(value_at)
         if region is None or setup(region):
             continue

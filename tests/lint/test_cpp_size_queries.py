@@ -1,0 +1,81 @@
+"""False alarm of the third out-of-sample check (docs/precision-holdout.md), with its firing twins: a C++
+workspace-size query (a null buffer, stream 0) where the callee returns before any launch is not GC201."""
+
+from __future__ import annotations
+
+from graphcheck.lint.engine import lint_source
+
+# -- GC201: a workspace-size query launches nothing ---------------------------------------------------------------
+
+SELECT = """\
+__global__ void select_kernel(const float* in, int* out, char* work, int n, int k) {}
+
+template <typename T>
+void select_multiblock(void* work, size_t& work_bytes, const T* in, int* out, int n, int k,
+                       cudaStream_t stream) {
+    size_t need = sizeof(int) * 256 * ((n + 1023) / 1024);
+    if (work == nullptr) {
+        work_bytes = need;
+        return;
+    }
+    select_kernel<<<(n + 1023) / 1024, 1024, 0, stream>>>(in, out, static_cast<char*>(work), n, k);
+}
+
+template <typename T>
+void radix_select(void* work, size_t& work_bytes, const T* in, int* out, int n, int k, cudaStream_t stream) {
+    int blocks = n > 4096 ? 8 : 1;
+    (void)blocks;
+    select_multiblock<T>(work, work_bytes, in, out, n, k, stream);
+}
+
+void select_one_block(char* scratch, size_t& bytes, const float* in, int* out, int n, cudaStream_t stream) {
+    if (!scratch) { bytes = 1024; return; }
+    select_kernel<<<1, 1024, 0, stream>>>(in, out, scratch, n, 1);
+}
+
+void launch_then_size(void* work, size_t& work_bytes, const float* in, int* out, int n, cudaStream_t stream) {
+    select_kernel<<<1, 32, 0, stream>>>(in, out, nullptr, n, 1);
+    if (!work) { work_bytes = 64; return; }
+}
+
+size_t query_workspace(int n) {
+    size_t bytes = 0;
+    radix_select<float>(nullptr, bytes, static_cast<const float*>(nullptr), nullptr, n, 16, 0);
+    size_t one = 0;
+    select_one_block(nullptr, one, nullptr, nullptr, n, /*stream=*/0);
+    return bytes > one ? bytes : one;
+}
+
+void run(char* work, size_t bytes, const float* in, int* out, int n, float* f) {
+    radix_select<float>(work, bytes, in, out, n, 16, 0);
+    select_one_block(work, bytes, in, out, n, nullptr);
+    launch_then_size(nullptr, bytes, in, out, n, 0);
+}
+"""
+
+
+def cpp_gc201(src: str) -> list[str]:
+    lines = src.splitlines()
+    return sorted(lines[f.line - 1].strip() for f in lint_source(src, "select.cu", "cpp") if f.code == "GC201")
+
+
+def test_a_size_query_with_a_null_workspace_is_not_a_legacy_stream_launch():
+    found = cpp_gc201(SELECT)
+    assert "radix_select<float>(nullptr, bytes, static_cast<const float*>(nullptr), nullptr, n, 16, 0);" not in found
+    assert "select_one_block(nullptr, one, nullptr, nullptr, n, /*stream=*/0);" not in found
+
+
+def test_real_launches_on_stream_zero_still_fire():
+    assert cpp_gc201(SELECT) == [
+        "launch_then_size(nullptr, bytes, in, out, n, 0);",  # launches before its null check
+        "radix_select<float>(work, bytes, in, out, n, 16, 0);",  # a real buffer
+        "select_one_block(work, bytes, in, out, n, nullptr);",
+    ]
+
+
+def test_a_null_argument_the_callee_does_not_test_still_fires():
+    # the null goes to `in`, not to the workspace the callee tests
+    src = SELECT.replace("radix_select<float>(nullptr, bytes, static_cast<const float*>(nullptr)",
+                         "radix_select<float>(work0, bytes, static_cast<const float*>(nullptr)").replace(
+        "size_t query_workspace(int n) {", "size_t query_workspace(int n, void* work0) {")
+    assert "radix_select<float>(work0, bytes, static_cast<const float*>(nullptr), nullptr, n, 16, 0);" in cpp_gc201(src)
