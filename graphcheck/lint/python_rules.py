@@ -807,8 +807,9 @@ class _FunctionChecker:
                     self.report("GC501", node, f"`{self.t(node)}` draws from a host RNG{{where}}; the draw is "
                                                "baked into the graph and replays identically")
                 return
-            if qual in RANDOM_FACTORIES and self.facts.host_factory_call(node):
-                if self._draw_reaches_device(node):
+            if (qual in RANDOM_FACTORIES and not any(kw.arg == "generator" for kw in node.keywords)
+                    and self.facts.host_factory_call(node)):
+                if self._draw_reaches_device(node):  # (a CPU generator= is reported below, reaching or not)
                     self.report("GC501", node, f"`{self.t(node)}` draws from the host RNG (no `device=`){{where}}; "
                                                "the draw is baked into the graph and replays identically")
                 return
