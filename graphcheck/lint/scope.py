@@ -92,6 +92,19 @@ def iter_own_statements(statements: Iterable[ast.stmt]) -> Iterator[ast.AST]:
     return iter(own_statement_nodes(statements))
 
 
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, read without its two generators (the value model's walks over
+    an expression call it for every node)."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend(item for item in value if isinstance(item, ast.AST))
+    return out
+
+
 def own_statement_nodes(statements: Iterable[ast.stmt]) -> list[ast.AST]:
     """:func:`iter_own_statements` as a list. The children of a node are those ``ast.iter_child_nodes``
     gives, in its order, read here without its two generators (a third of the walk's time)."""

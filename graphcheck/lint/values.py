@@ -33,7 +33,7 @@ from typing import cast
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.aliases import Aliases
 from graphcheck.lint.coldpaths import Cold, first_use_ranges, optional_ranges, prefill_ranges
-from graphcheck.lint.scope import FuncInfo, ModuleIndex
+from graphcheck.lint.scope import FuncInfo, ModuleIndex, child_nodes
 
 _MAX_DEPTH = 40
 
@@ -487,7 +487,7 @@ class FunctionFacts:
                 return node
             if isinstance(node, ast.Name) and self.has(node.id, "hostread"):
                 return node
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(child_nodes(node))
         return None
 
     def baked_source_of(self, name: str) -> ast.AST | None:
@@ -787,7 +787,7 @@ class FunctionFacts:
                 return node
             if isinstance(node, ast.Name) and self.has(node.id, "host"):
                 return node
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(child_nodes(node))
         return None
 
     def per_call_reason(self, expr: ast.AST, loop_only: bool = False) -> str | None:
@@ -832,7 +832,7 @@ class FunctionFacts:
                         return f"derives from `{node.id}`, a value synchronized to the host"
                     if "tensor" in kinds:
                         return f"is derived from tensor `{node.id}`"
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(child_nodes(node))
         return None
 
     def is_host_seq(self, node: ast.AST) -> bool:

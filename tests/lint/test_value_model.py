@@ -334,3 +334,25 @@ def test_the_same_copy_without_a_memo_is_an_error():
     body = ("def get_ptr(ws, device, x):\n    ptr = torch.tensor([w.data_ptr() for w in ws], device=device)\n"
             "    kern[(1,)](x, 1, HAS_BIAS=True, BLOCK=64)\n    return ptr\n")
     assert [(f.code, f.severity) for f in lint_python(KERNEL + body, "m.py")] == [("GC301", "error")]
+
+
+def test_the_fast_child_and_own_node_walks_give_what_the_ast_module_gives():
+    # the value model and the per-function walks read children directly; on real code (this package's own
+    # modules) they must give exactly ast.iter_child_nodes' nodes, in its order
+    import ast as ast_mod
+    from pathlib import Path
+
+    from graphcheck.lint import scope
+
+    for path in sorted((Path(scope.__file__).parent).glob("*.py")):
+        tree = ast_mod.parse(path.read_text())
+        for node in ast_mod.walk(tree):
+            assert scope.child_nodes(node) == list(ast_mod.iter_child_nodes(node)), (path.name, node)
+            if isinstance(node, (ast_mod.FunctionDef, ast_mod.AsyncFunctionDef, ast_mod.ClassDef, ast_mod.Module)):
+                expected, stack = [], list(reversed(node.body))
+                while stack:
+                    item = stack.pop()
+                    expected.append(item)
+                    if not isinstance(item, (ast_mod.FunctionDef, ast_mod.AsyncFunctionDef, ast_mod.ClassDef)):
+                        stack.extend(reversed(list(ast_mod.iter_child_nodes(item))))
+                assert scope.own_statement_nodes(node.body) == expected, (path.name, node)
