@@ -182,7 +182,7 @@ class CallerIndex:
         self._data: list[bytes] | None = None
         self._cpp: dict[int, _CppFile | None] = {}
         self._referrers: dict[str, set[str]] = {}
-        self._py_trees: dict[int, ast.Module] = {}
+        self._py_trees: dict[int, ast.Module | None] = {}
 
     def _index(self) -> list[bytes]:
         """Each file's bytes, read once; a query is a substring search per file, confirmed as a whole word."""
@@ -244,19 +244,24 @@ class CallerIndex:
             self._referrers[name] = out
         return self._referrers[name]
 
+    def _py_tree(self, i: int) -> ast.Module | None:
+        """Python file ``i`` parsed once per run; None when it does not parse."""
+        if i not in self._py_trees:
+            try:
+                self._py_trees[i] = ast.parse(self._index()[i].decode("utf-8", "replace"))
+            except (SyntaxError, ValueError, RecursionError):
+                self._py_trees[i] = None
+        return self._py_trees[i]
+
     def _python_referrers(self, i: int, name: str, own: bool = False) -> set[str]:
         """Who references ``name`` in Python file ``i``: the enclosing function (``py:f``) when it is a
         private module-level function (a leading ``_``, or in a private module such as ``_custom_ops.py``)
         that only its callers make live; ``_LIVE`` for anything else (module or class level, a method, a
         decorated or public function, a string that names it, a file that does not parse). With ``own``
         (``name`` is itself a Python function), a use inside a function of that name is recursion."""
-        tree = self._py_trees.get(i)
+        tree = self._py_tree(i)
         if tree is None:
-            try:
-                tree = ast.parse(self._index()[i].decode("utf-8", "replace"))
-            except (SyntaxError, ValueError, RecursionError):
-                return {_LIVE}
-            self._py_trees[i] = tree
+            return {_LIVE}
         private_module = any(part.startswith("_") and not part.startswith("__")
                              for part in Path(self.files[i][0]).parts[-3:])
         out: set[str] = set()
@@ -284,9 +289,14 @@ class CallerIndex:
         visit(tree, None, False)
         return out
 
-    def uncalled(self, name: str, depth: int = _DEPTH, visiting: frozenset[str] = frozenset()) -> list[str] | None:
+    follow = _DEPTH  # levels of callers ``uncalled`` follows before a caller is assumed live
+
+    def uncalled(self, name: str, depth: int | None = None,
+                 visiting: frozenset[str] = frozenset()) -> list[str] | None:
         """The callers through which ``name`` was found dead (``[]``: referenced nowhere), or None when
-        something live may call it."""
+        something live may call it; ``depth`` defaults to the class's ``follow``."""
+        if depth is None:
+            depth = self.follow
         refs = self.referrers(name)
         if _LIVE in refs:
             return None

@@ -36,6 +36,8 @@ _FOLLOW = 8  # levels of callers followed (op, wrapper, dispatch table, loader, 
 class _ReachIndex(CallerIndex):
     """A caller index whose Python uses are live only in capture-reachable, non-load-time functions."""
 
+    follow = _FOLLOW  # Python wrappers, dispatch tables and loaders make chains longer than C++ callers
+
     def __init__(self, files: Sequence[tuple[str, str]], project: ProjectIndex):
         super().__init__(files)
         self.project = project
@@ -50,31 +52,12 @@ class _ReachIndex(CallerIndex):
             return self._referrers[name]
         return super().referrers(name)
 
-    def uncalled(self, name: str, depth: int = _FOLLOW, visiting: frozenset[str] = frozenset()) -> list[str] | None:
-        """As ``CallerIndex.uncalled``, followed further (Python wrappers, dispatch tables, loaders)."""
-        refs = self.referrers(name)
-        if _LIVE in refs:
-            return None
-        callers = sorted(refs - visiting - {name})
-        if not callers:
-            return []
-        if depth <= 0:
-            return None
-        for caller in callers:
-            if self.uncalled(caller, depth - 1, visiting | {name}) is None:
-                return None
-        return callers
-
     def _python_referrers(self, i: int, name: str, own: bool = False) -> set[str]:
         path = self.files[i][0]
         module = self.project.names.get(path, (None,))[0]
-        tree = self._py_trees.get(i)
+        tree = self._py_tree(i)
         if tree is None:
-            try:
-                tree = ast.parse(self._index()[i].decode("utf-8", "replace"))
-            except (SyntaxError, ValueError, RecursionError):
-                return {_LIVE}
-            self._py_trees[i] = tree
+            return {_LIVE}
         if module is None:
             return {_LIVE}
         # `def name(...)` at module level: a bare `name` in this file is that Python function, not the op
