@@ -1184,9 +1184,9 @@ def _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc) -> 
         overloads.setdefault(m.group(1), set()).add(_arity(m.group(2)) + (_stream_param_index(m.group(2)),))
     launchers = {name: forms for name, forms in overloads.items() if any(idx is not None for *_, idx in forms)}
     reported: set[int] = set()
-    sizes = _SizeQueries(text, regions, pairs)
     queries: list[tuple[int, int]] = []  # argument lists of size queries: their stream launches nothing
     if launchers:
+        sizes = _SizeQueries(text, regions, pairs)
         names = "|".join(sorted(map(re.escape, launchers), key=len, reverse=True))
         for m in re.finditer(r"(?<![\w.:>])(?:[A-Za-z_]\w*\s*::\s*)*(" + names + r")\s*(?:<[^;(){}<>]{0,200}>\s*)?\(",
                              text):
