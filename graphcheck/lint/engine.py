@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -204,7 +203,8 @@ def _default_excluded(found: Sequence[files_mod.SourceFile], paths: Sequence[str
     # a named directory that is itself test/benchmark/example code asks for that code: no defaults below it
     dirs = [r for r in roots if os.path.isdir(r)]
     asked = {r for r in dirs if any(fnmatch.fnmatchcase(os.path.basename(r), p) for p in patterns)}
-    excluded_part = re.compile("|".join(fnmatch.translate(p) for p in patterns))  # fnmatchcase of any pattern
+    excluded_part = files_mod.glob_regex(tuple(patterns))
+    assert excluded_part is not None  # patterns is not empty
     out: set[str] = set()
     for sf in found:
         if sf.path in named:

@@ -24,8 +24,10 @@ from __future__ import annotations
 import dataclasses
 import errno
 import fnmatch
+import functools
 import io
 import os
+import re
 import stat
 import tokenize
 from collections.abc import Iterable, Sequence
@@ -245,3 +247,10 @@ def decode(data: bytes, language: str) -> str:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     return data.decode("utf-8")
+
+
+@functools.lru_cache(maxsize=64)
+def glob_regex(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One case-sensitive regex for the globs (what ``fnmatch.fnmatchcase`` of any of them matches), built
+    once per list; None for no globs."""
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None

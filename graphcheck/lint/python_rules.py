@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import functools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -39,6 +38,7 @@ from graphcheck.findings import Finding, Severity
 from graphcheck.lint import callers, capture_sites
 from graphcheck.lint.closures import ModuleFacts
 from graphcheck.lint.coldpaths import CACHE_MISS, OPT_IN, OPTIONAL_ARGUMENT, PREFILL_BRANCH
+from graphcheck.lint.files import glob_regex
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, RANDOM_FACTORIES, is_builtin, is_cpu_device
 
@@ -179,23 +179,15 @@ def _local_entries(entry_points: Sequence[str], path: str) -> list[str]:
 def _data_dependent_op(qualname: str, chain: Sequence[str], patterns: Sequence[str]) -> str | None:
     """The name of a data-dependent-size op (``unique``, ``nonzero``, ...) this function implements or is
     reached through, or None."""
-    if not patterns:
+    globs = glob_regex(tuple(patterns))
+    if globs is None:
         return None
-    globs = _glob_regex(tuple(patterns))
     parts = [p for p in qualname.split(".") if p != "<locals>"]
     parts += [p for d in chain for p in d.split(".")]  # module names too: FlagGems keeps one op per file
     for part in parts:
         if globs.match(part):
             return part
     return None
-
-
-@functools.lru_cache(maxsize=16)
-def _glob_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
-    """One case-sensitive regex matching what any of the globs matches (``fnmatch.fnmatchcase``)."""
-    import fnmatch
-
-    return re.compile("|".join(fnmatch.translate(p) for p in patterns))
 
 
 def _allocates(qual: str | None, attr: str | None) -> bool:

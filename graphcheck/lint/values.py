@@ -33,6 +33,7 @@ from typing import cast
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.aliases import Aliases
 from graphcheck.lint.coldpaths import Cold, first_use_ranges, optional_ranges, prefill_ranges
+from graphcheck.lint.files import glob_regex
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, child_nodes
 
 _MAX_DEPTH = 40
@@ -404,7 +405,7 @@ class FunctionFacts:
     def host_named(self, name: str) -> bool:
         hit = self._host_name_memo.get(name)
         if hit is None:
-            globs = _case_globs(self.host_names)
+            globs = glob_regex(self.host_names)
             hit = self._host_name_memo[name] = globs is not None and globs.match(name) is not None
         return hit
 
@@ -920,12 +921,6 @@ def _compiled_globs(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     """One regex for the globs (built once per list: every function's facts ask for the same one)."""
     pats = [fnmatch.translate(p.lower()) for p in patterns if p]
     return re.compile("|".join(pats)) if pats else None
-
-
-@functools.lru_cache(maxsize=64)
-def _case_globs(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
-    """One case-sensitive regex for the globs (what ``fnmatch.fnmatchcase`` of any of them matches)."""
-    return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
 
 
 def _strip_optional(text: str) -> str:
