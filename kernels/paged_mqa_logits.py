@@ -417,6 +417,18 @@ def _request_tiles(lens_ptr, b, b_ok, next_n, limit, stride_lb, stride_ln, BS: t
     return tl.cdiv(e, BS)
 
 
+@triton.jit
+def _fill_items(out_ptr, lens_ptr, pid, progs, batch, fill_parts, next_n, limit, stride_lb, stride_ln, stride_or,
+                max_model_len, BS: tl.constexpr, ROWS: tl.constexpr, LENS_2D: tl.constexpr, FILL_N: tl.constexpr):
+    """The persistent grid's share of the -inf fill: items (request, part), ``fill_parts`` per request, dealt
+    out to the programs in turn; each fills its part of the positions past its request's last tile."""
+    for item in range(pid, batch * fill_parts, progs):
+        fb = pid * 0 + item // fill_parts
+        nt = _request_tiles(lens_ptr, fb, fb >= 0, next_n, limit, stride_lb, stride_ln, BS, ROWS, LENS_2D)
+        _fill_tail(out_ptr, fb, pid * 0, next_n, stride_or, nt * BS, item - fb * fill_parts, fill_parts,
+                   max_model_len, ROWS, FILL_N)
+
+
 @triton.jit(do_not_specialize=["num_kv_blocks"])
 def _paged_mqa_logits_persistent_kernel(
     q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr,
@@ -452,11 +464,8 @@ def _paged_mqa_logits_persistent_kernel(
     b_end = tl.sum((excl < g1).to(tl.int32), axis=0)
 
     if CLEAN and FILL_FIRST:
-        for item in range(pid, batch * fill_parts, progs):
-            fb = pid * 0 + item // fill_parts
-            nt = _request_tiles(lens_ptr, fb, fb >= 0, next_n, limit, stride_lb, stride_ln, BS, ROWS, LENS_2D)
-            _fill_tail(out_ptr, fb, pid * 0, next_n, stride_or, nt * BS, item - fb * fill_parts, fill_parts,
-                       max_model_len, ROWS, FILL_N)
+        _fill_items(out_ptr, lens_ptr, pid, progs, batch, fill_parts, next_n, limit, stride_lb, stride_ln,
+                    stride_or, max_model_len, BS, ROWS, LENS_2D, FILL_N)
 
     t = tl.arange(0, BS)
     d = tl.arange(0, D)
@@ -513,11 +522,8 @@ def _paged_mqa_logits_persistent_kernel(
         tl.debug_barrier()
 
     if CLEAN and not FILL_FIRST:
-        for item in range(pid, batch * fill_parts, progs):
-            fb = pid * 0 + item // fill_parts
-            nt = _request_tiles(lens_ptr, fb, fb >= 0, next_n, limit, stride_lb, stride_ln, BS, ROWS, LENS_2D)
-            _fill_tail(out_ptr, fb, pid * 0, next_n, stride_or, nt * BS, item - fb * fill_parts, fill_parts,
-                       max_model_len, ROWS, FILL_N)
+        _fill_items(out_ptr, lens_ptr, pid, progs, batch, fill_parts, next_n, limit, stride_lb, stride_ln,
+                    stride_or, max_model_len, BS, ROWS, LENS_2D, FILL_N)
 
 
 def _is_int(value: Any) -> bool:
