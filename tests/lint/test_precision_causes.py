@@ -7,8 +7,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from graphcheck.config import Config
-from graphcheck.lint.engine import lint_paths
+from lint_trees import make, tree_findings
+
 from graphcheck.lint.python_rules import lint_python
 
 KERNEL = textwrap.dedent('''
@@ -88,17 +88,8 @@ def test_debug_only_branch_is_off_the_capture_path():
     assert [c for c, _ in loud] == ["GC111"]
 
 
-def make(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return root
-
-
 def found(root: Path):
-    result = lint_paths([str(root)], Config(root=root), use_cache=False, jobs=1)
-    return sorted((Path(f.path).name, f.line, f.code) for f in result.findings)
+    return sorted((Path(f.path).name, f.line, f.code) for f in tree_findings(root))
 
 
 def test_autograd_function_forward_and_backward_are_roots(tmp_path):

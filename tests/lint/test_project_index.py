@@ -5,22 +5,14 @@ Each behaviour has a tree that fires and a safe twin that stays quiet.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
+from lint_trees import make
 
 from graphcheck.config import Config
 from graphcheck.lint.engine import lint_paths
 from graphcheck.lint.project import ExtraRoot, ProjectIndex
-
-
-def make(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return root
 
 
 def lint(root: Path, *paths: str, **config):

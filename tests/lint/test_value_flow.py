@@ -7,8 +7,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from graphcheck.config import Config
-from graphcheck.lint.engine import lint_paths
+from lint_trees import make, tree_findings
+
 from graphcheck.lint.python_rules import lint_python
 
 KERNEL = textwrap.dedent('''
@@ -28,17 +28,8 @@ def lint(body: str):
                   for f in lint_python(src, "m.py"))
 
 
-def make(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return root
-
-
 def found(root: Path):
-    result = lint_paths([str(root)], Config(root=root), use_cache=False, jobs=1)
-    return sorted((Path(f.path).name, f.line, f.code, f.severity.value) for f in result.findings)
+    return sorted((Path(f.path).name, f.line, f.code, f.severity.value) for f in tree_findings(root))
 
 
 # -- tensor methods and torch functions that return Python values --------------------------------------------
