@@ -192,7 +192,7 @@ def _slots(fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool, via_attr
 def _given(record: list[Any], fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool, param: str) -> str | None:
     """The code a call record passes for ``param``: ``n``/``h``/``?``, ``-`` when omitted, None when unknown
     (``*args``/``**kwargs`` at the call)."""
-    _show, _line, via_attr, pos, kws, star = record
+    _show, _line, via_attr, pos, kws, star = record[:6]
     if param in kws:
         return str(kws[param])
     if star:
@@ -203,20 +203,40 @@ def _given(record: list[Any], fn: ast.FunctionDef | ast.AsyncFunctionDef, is_met
     return "-"
 
 
+def _off(record: list[Any]) -> str:
+    """The caller's off-capture role ("harness", "eager") when the project knows one, else ""."""
+    return str(record[6]) if len(record) > 6 and record[6] else ""
+
+
 def passing(info: Any, param: str, table: dict[str, list[list[Any]]]) -> str | None:
-    """A caller (as "`f` (file.py:12)") that passes ``param`` of function ``info`` (or may: ``*args``), or None."""
+    """A caller (as "`f` (file.py:12)") that passes ``param`` of function ``info`` (or may: ``*args``), or None.
+    Callers that never run under capture (tests, benchmarks, references, metadata builders run before
+    replay) do not count."""
     for record in table.get(info.qualname, ()):
-        if _given(record, info.node, info.is_method, param) != "-":
+        if not _off(record) and _given(record, info.node, info.is_method, param) != "-":
             return record[0]
     return None
 
 
 def omitting(info: Any, param: str, table: dict[str, list[list[Any]]]) -> str | None:
-    """A caller (as "`f` (file.py:12)") that omits ``param`` of function ``info`` or passes None, or None."""
+    """A caller (as "`f` (file.py:12)") that omits ``param`` of function ``info`` or passes None, or None.
+    Callers that never run under capture do not count."""
     for record in table.get(info.qualname, ()):
-        if _given(record, info.node, info.is_method, param) in ("-", "n"):
+        if not _off(record) and _given(record, info.node, info.is_method, param) in ("-", "n"):
             return record[0]
     return None
+
+
+def off_capture_callers(info: Any, param: str, table: dict[str, list[list[Any]]], omitted: bool) -> list[str]:
+    """The callers, each as "`f` (file.py:12) (eager)", that take the path (omit ``param`` when ``omitted``,
+    else pass it) but never run under capture."""
+    out = []
+    for record in table.get(info.qualname, ()):
+        given = _given(record, info.node, info.is_method, param)
+        takes = given in ("-", "n") if omitted else given != "-"
+        if _off(record) and takes:
+            out.append(f"{record[0]} ({_off(record)})")
+    return out
 
 
 def all_pass_numbers(info: Any, param: str, table: dict[str, list[list[Any]]]) -> list[str]:
@@ -234,11 +254,11 @@ def all_pass_numbers(info: Any, param: str, table: dict[str, list[list[Any]]]) -
 
 
 def call_table(index: Any) -> dict[str, list[list[Any]]]:
-    """callee dotted -> call records ``[shown caller, line, via attribute, pos codes, kw codes, star]`` over
+    """callee dotted -> call records ``[shown caller, line, via attribute, pos codes, kw codes, star, off]`` over
     every summarized module (memoized on the index; a class call counts for its ``__init__``, ``self.layer(x)``
     for the ``__call__`` or nn.Module ``forward`` of the attribute's class). Read off the index's reverse call
     map (``ProjectIndex.call_edges``, the resolver the reachability walk uses): a caller's records for a
-    callee, in its order."""
+    callee, in its order. ``off`` is the caller's off-capture role ("harness", "eager") or ""."""
     table = getattr(index, "_call_table", None)
     if table is not None:
         return table
@@ -252,7 +272,9 @@ def call_table(index: Any) -> dict[str, list[list[Any]]]:
             for n, (name, line, via, pos, kws, star) in enumerate(rec.get("args", ())):
                 if name == callee:
                     via = 1 if how == "class" else via
-                    found.append((order[caller], n, [f"`{qual}` ({shown_file}:{line})", line, via, pos, kws, star]))
+                    off = index.off_scope(caller) or ""
+                    found.append((order[caller], n,
+                                  [f"`{qual}` ({shown_file}:{line})", line, via, pos, kws, star, off]))
         if found:
             found.sort(key=lambda f: f[:2])  # callers in index order, each one's calls in its order
             table[target] = [record for _, _, record in found]

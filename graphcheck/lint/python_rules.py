@@ -402,15 +402,18 @@ class _FunctionChecker:
         if optional is None:
             return None
         param = optional.param
-        if param is not None and optional.why == OPT_IN.format(name=param):
-            caller = callers.passing(self.info, param, (self.linter.context or {}).get("callers", {}))
+        table = (self.linter.context or {}).get("callers", {})
+        opt_in = param is not None and optional.why == OPT_IN.format(name=param)
+        if param is not None and (opt_in or optional.why.startswith("when the caller omits")):
+            caller = (callers.passing if opt_in else callers.omitting)(self.info, param, table)
             if caller is not None:
-                return f"it runs when `{param}` is passed, as {caller} does", OPTIONAL_ARGUMENT, False
-            return f"it runs only {optional.why}; no caller in the tree does", OPTIONAL_ARGUMENT, True
-        if param is not None and optional.why.startswith("when the caller omits"):
-            caller = callers.omitting(self.info, param, (self.linter.context or {}).get("callers", {}))
-            if caller is not None:
-                return f"it runs when `{param}` is omitted or None, as {caller} does", OPTIONAL_ARGUMENT, False
+                how = "is passed" if opt_in else "is omitted or None"
+                return f"it runs when `{param}` {how}, as {caller} does", OPTIONAL_ARGUMENT, False
+            off = callers.off_capture_callers(self.info, param, table, omitted=not opt_in)
+            if off:
+                shown = ", ".join(off[:3]) + (f" and {len(off) - 3} more" if len(off) > 3 else "")
+                return (f"it runs only {optional.why}; only callers that never run under capture do ({shown})",
+                        OPTIONAL_ARGUMENT, True)
             return f"it runs only {optional.why}; no caller in the tree does", OPTIONAL_ARGUMENT, True
         return f"it runs only {optional.why}", OPTIONAL_ARGUMENT, True
 

@@ -466,3 +466,76 @@ def test_instance_calls_are_call_records_of_the_method_they_run(tmp_path):
     table = callers.call_table(index)
     records = table["p.layers.Runner.__call__"]
     assert [(r[0], r[2]) for r in records] == [("`Model.forward` (layers.py:28)", 1)]  # `self` is filled
+
+
+def test_callers_that_never_run_under_capture_do_not_keep_the_fallback_an_error(tmp_path):
+    files = {"p/__init__.py": "", "p/ops.py": """\
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def kern(x_ptr, n, BLOCK: tl.constexpr):
+            pass
+
+        def decode(q: torch.Tensor, lens: torch.Tensor, max_len=None):
+            if max_len is None:
+                max_len = lens.max().item()
+            kern[(max_len,)](q, 1, BLOCK=64)
+    """, "p/engine.py": """\
+        import torch
+        from p.ops import decode
+
+        def step(q, lens, cfg, graph):
+            with torch.cuda.graph(graph):
+                decode(q, lens, max_len=cfg.max_len)
+
+        class Backend:
+            def init_forward_metadata(self, q, lens):
+                decode(q, lens)
+
+        def bench_decode(q, lens):
+            decode(q, lens)
+    """}
+    quiet = found(make(tmp_path / "a", files))
+    assert [(line, c, s) for _, line, c, s, _ in quiet] == [(11, "GC101", "warning")]
+    assert "only callers that never run under capture do" in quiet[0][4]
+    assert "`Backend.init_forward_metadata` (engine.py:10) (eager)" in quiet[0][4]
+    assert "`bench_decode` (engine.py:13) (harness)" in quiet[0][4]
+    # a caller on the capture path that omits it keeps the error, whatever the others are
+    files["p/engine.py"] += "\n        def serve(q, lens, graph):\n            with torch.cuda.graph(graph):\n                decode(q, lens)\n"
+    loud = found(make(tmp_path / "b", files))
+    assert [(line, c, s) for _, line, c, s, _ in loud] == [(11, "GC101", "error")]
+    assert "as `serve` (engine.py:" in loud[0][4]
+
+
+def test_an_opt_in_passed_only_by_a_benchmark_stays_a_warning(tmp_path):
+    files = {"p/__init__.py": "", "p/ops.py": """\
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def kern(x_ptr, n, BLOCK: tl.constexpr):
+            pass
+
+        def decode(q: torch.Tensor, lens: torch.Tensor, exact=False):
+            if exact:
+                assert lens.max().item() < 4096
+            kern[(4,)](q, 1, BLOCK=64)
+    """, "p/engine.py": """\
+        import torch
+        from p.ops import decode
+
+        def step(q, lens, graph):
+            with torch.cuda.graph(graph):
+                decode(q, lens)
+
+        def benchmark_decode(q, lens):
+            decode(q, lens, exact=True)
+    """}
+    quiet = found(make(tmp_path / "a", files))
+    assert [(c, s) for _, _, c, s, _ in quiet if c == "GC101"] == [("GC101", "warning")]
+    files["p/engine.py"] = files["p/engine.py"].replace("decode(q, lens)\n", "decode(q, lens, exact=True)\n", 1)
+    loud = found(make(tmp_path / "b", files))
+    assert [(c, s) for _, _, c, s, _ in loud if c == "GC101"] == [("GC101", "error")]
