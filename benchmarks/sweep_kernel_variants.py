@@ -2,17 +2,18 @@
 
 Decode (``fp8_paged_mqa_logits``) on every shape of ``bench_mqa_logits.py``:
 the shipped configuration (timed first and last) and candidates selected by
-``PagedConfig`` (now: the head-weighted sum as a second dot, ``head_dot``, for
-next_n = 1 and 2; earlier runs: the persistent grid, register caps, eight warps,
-six stages, 8-32 programs per SM). Each candidate is checked against the float64
+``PagedConfig`` (now: key tiles through TMA, ``tma``, alone and with the head
+dot, for next_n = 1 and 2; earlier runs: the head-weighted sum as a second dot,
+the persistent grid, register caps, eight warps, six stages, 8-32 programs per SM). Each candidate is checked against the float64
 oracle of ``tests/kernels/mqa_check.py`` on every shape and against the shipped
 kernel's output (same -inf mask; values to fp32 rounding, except ``head_dot``
 variants, which round to bf16 and are held to the oracle's tolerance), outputs
 poisoned with NaN first.
 
 ``merge_attn_states`` at N = 256, 4096 and 65536 (bf16, H = 32, D = 128): the
-shipped launch (earlier runs also one-warp programs of 1-8 rows, head-major, the
-LSE math first, no masks, 32-bit offsets), each
+shipped launch, at N = 256 also looped programs (several row groups per program,
+run s5-1; earlier runs: one-warp programs of 1-8 rows, head-major, the LSE math
+first, no masks, 32-bit offsets), each
 checked against the float64 reference; plus the per-node cost of an empty
 kernel in a CUDA graph (with and without PDL), the floor under any tiny kernel.
 
@@ -89,27 +90,33 @@ def paged_variants(batch: int, next_n: int, blocks: int, sms: int, default) -> l
 
     rep = dataclasses.replace
     out = [("shipped", default)]
-    # Run s4-4: the head-weighted sum as a second tensor-core dot (PagedConfig.head_dot): relu(S) rounded
-    # to bf16 (one cvt.rn.relu.bf16x2 per two scores) times the [H, 16] weight matrix, instead of ReLU,
-    # weight multiply and the reduction over heads (sm_90 build of the next_n = 2 program, Triton 3.6:
-    # 233 instructions per key tile against 311, 78 registers, 49.7 KB of shared memory against 41.7,
-    # so four programs per SM instead of five; with four stages 41.2 KB).
-    bf16, w2 = pm.HEAD_DOT_BF16, pm.HEAD_DOT_BF16_W2
+    # Run s5-1: key tiles through the copy engine (PagedConfig.tma; host tensor descriptors over the cache
+    # viewed as rows of D bytes). sm_90 builds (Triton 3.6) of the next_n = 2 program: keys only 89 registers,
+    # 41.8 KB, 316 loop instructions per tile (shipped 94, 41.7 KB, 311); keys + scales 86 registers, 332;
+    # with four stages 33.3 KB (six programs per SM) but one tile in flight per program; the head dot with
+    # keys + scales through TMA and four stages 41.3 KB (five per SM, 239 loop instructions).
+    keys, both = pm.TMA_KEYS, pm.TMA_KEYS_SCALES
+    bf16 = pm.HEAD_DOT_BF16
     if next_n == 2:
-        out += [("head-dot bf16", rep(default, head_dot=bf16)),
-                ("head-dot bf16w2", rep(default, head_dot=w2)),
-                ("head-dot bf16 4 stages", rep(default, head_dot=bf16, num_stages=4)),
-                ("head-dot bf16 8/SM", rep(default, head_dot=bf16, splits=splits(8, 2))),
-                ("head-dot bf16 32/SM", rep(default, head_dot=bf16, splits=splits(32, 2))),
-                ("one dot r2 head-dot bf16", pm.PagedConfig(rows=2, splits=default.splits, num_warps=4, num_stages=5,
-                                                            head_dot=bf16, pdl=default.pdl))]
+        out += [("tma keys", rep(default, tma=keys)),
+                ("tma keys+scales", rep(default, tma=both)),
+                ("tma k+s 4 stages", rep(default, tma=both, num_stages=4)),
+                ("tma k+s 6 stages", rep(default, tma=both, num_stages=6)),
+                ("tma k+s 8/SM", rep(default, tma=both, splits=splits(8, 2))),
+                ("tma k+s 24/SM", rep(default, tma=both, splits=splits(24, 2))),
+                ("tma k+s head-dot", rep(default, tma=both, head_dot=bf16)),
+                ("tma k+s head-dot 4 stages", rep(default, tma=both, head_dot=bf16, num_stages=4)),
+                ("tma k+s head-dot 4 st 8/SM", rep(default, tma=both, head_dot=bf16, num_stages=4,
+                                                   splits=splits(8, 2))),
+                ("head-dot 8/SM (s4-4 best)", rep(default, head_dot=bf16, splits=splits(8, 2)))]
     elif next_n == 1:
-        out += [("head-dot bf16", rep(default, head_dot=bf16)),
-                ("split r1 head-dot bf16", rep(default, split_rows=True, head_dot=bf16)),
-                ("head-dot bf16w2", rep(default, head_dot=w2))]
+        out += [("tma keys", rep(default, tma=keys)),
+                ("tma keys+scales", rep(default, tma=both)),
+                ("tma k+s 4 stages", rep(default, tma=both, num_stages=4))]
     out.append(("shipped (again)", default))
     return out
-    # Earlier candidates, no longer timed. Runs s4-2/s4-3: a persistent grid (PagedConfig.persistent, e.g.
+    # Earlier candidates, no longer timed. Run s4-4: the head dot (bf16, bf16w2, four stages, 8 and 32 per SM, one
+    # dot over both rows; next_n = 1 also split_rows). Runs s4-2/s4-3: a persistent grid (PagedConfig.persistent, e.g.
     # rows=2 split_rows persistent=5 maxnreg=96, fill first or not; rows=1 persistent=6 maxnreg=80 or 5):
     # P = k·SMs programs share the flattened (request, key tile) range evenly, one contiguous stretch each.
     # Run s4-3 (the fixed kernel): 2-6% slower than the split launch on every next_n = 2 shape, 1-11%
@@ -263,6 +270,13 @@ def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
         # one-warp programs of 1, 2 and 8 rows 10.5, 5.4 and 3.32 µs, the LSE math first 3.39, against
         # 3.06-3.08.
         shapes = [("shipped pdl", shipped)]
+        if n <= 256 or DEVICE != "cuda":
+            # Run s5-1: fewer programs, each merging several row groups in a software-pipelined loop
+            # (config[6:8] = iters, stages; groups pid, pid + P, ...), and two-warp programs of 8 rows.
+            # (rows, warps, head_major, pdl, const_heads, load_first, iters, stages)
+            shapes += [(f"{r} rows {w}w x{it} st{st}", (r, w, False, True, True, True, it, st))
+                       for r, w, it, st in ((4, 1, 2, 2), (4, 1, 4, 2), (4, 1, 4, 3), (4, 1, 8, 3), (4, 1, 16, 3),
+                                            (8, 1, 2, 2), (8, 2, 1, 1), (8, 2, 2, 2), (16, 4, 1, 1), (16, 4, 2, 2))]
         cands = list(shapes) + [("shipped pdl (again)", shipped)]
         per_graph = 100 if n <= 4096 else 20
         for name, cfg in cands:

@@ -50,7 +50,17 @@ class PagedConfig:
     #: 0 (off), HEAD_DOT_BF16 (relu(S) and W rounded to bf16), HEAD_DOT_BF16_W2 (relu(S) rounded to bf16,
     #: W as a bf16 hi + lo pair: two dots, W's rounding gone). Sweeps only: H200 run kernels-s4-4 below.
     head_dot: int = 0
+    #: key tiles through the tensor-memory copy engine (TMA) instead of per-thread asynchronous copies:
+    #: host tensor descriptors over the paged cache, one [block_size, D] box per block (the cache viewed as
+    #: rows of D bytes, a block every block_stride / D rows). 0 (off), TMA_KEYS (keys only; the scales as
+    #: before), TMA_KEYS_SCALES (the block's scales as a second [1, block_size] fp32 box). Needs single-block
+    #: tiles (no pair_blocks), no persistent grid, a block stride that is a multiple of 16 and of D, and a
+    #: 16-byte aligned cache; where those fail the launch raises. Sweeps only (H200 run kernels-s5-1).
+    tma: int = 0
 
+
+#: PagedConfig.tma values: off, the keys through TMA, keys and scales through TMA
+TMA_OFF, TMA_KEYS, TMA_KEYS_SCALES = 0, 1, 2
 
 #: PagedConfig.head_dot values (the kernel's HEAD_DOT): off, bf16 operands, bf16 with W as a hi + lo pair
 HEAD_DOT_OFF, HEAD_DOT_BF16, HEAD_DOT_BF16_W2 = 0, 1, 2
@@ -231,12 +241,13 @@ def _paged_mqa_logits_kernel(
     stride_btb, stride_btk,
     stride_or,
     next_n, max_model_len, max_blocks, num_kv_blocks,
+    k_desc, s_desc, kv_rows,
     H: tl.constexpr, D: tl.constexpr, BS: tl.constexpr,
     ROWS: tl.constexpr, GN: tl.constexpr,
     LENS_2D: tl.constexpr, CLEAN: tl.constexpr, FP8_DOT: tl.constexpr, REDUCE_DOT: tl.constexpr,
     SPLIT_ROWS: tl.constexpr, PAIR: tl.constexpr, KEYS: tl.constexpr,
     FILL_N: tl.constexpr, NUM_STAGES: tl.constexpr, PDL: tl.constexpr, ROWS_FIRST: tl.constexpr,
-    FILL_FIRST: tl.constexpr, HEAD_DOT: tl.constexpr, EMULATE: tl.constexpr,
+    FILL_FIRST: tl.constexpr, HEAD_DOT: tl.constexpr, EMULATE: tl.constexpr, TMA: tl.constexpr,
 ):
     _pdl.enter(PDL)
     split = tl.program_id(1)
@@ -345,17 +356,33 @@ def _paged_mqa_logits_kernel(
             base = kv_ptr + tl.maximum(phys_t, 0) * stride_kv
             k_ptrs = base[:, None] + slot[:, None] * D + d[None, :]
             s_ptrs = (base + BS * D).to(tl.pointer_type(tl.float32)) + slot
+        elif TMA:
+            # One copy-engine box per block: the block's keys are rows [phys·kv_rows, phys·kv_rows + BS) of the
+            # cache viewed as rows of D bytes; its scales (TMA == 2) a [1, BS] box of the cache viewed as fp32.
+            raw = tl.load(bt_row + tile * stride_btk)
+            raw_bad = (raw < 0) | (raw >= num_kv_blocks)
+            bad = raw_bad & (t >= 0)  # a [KEYS] mask
+            phys = tl.where(raw_bad, 0, raw)
+            k = k_desc.load([phys * kv_rows, 0])
+            if not FP8_DOT:
+                k = decode_e4m3(k)
+            if TMA == 2:
+                scale = tl.reshape(s_desc.load([phys, BS * D // 4]), [KEYS])
+            else:
+                s_ptrs = (kv_ptr + phys.to(tl.int64) * stride_kv + BS * D).to(tl.pointer_type(tl.float32)) + t
         else:
             raw = tl.load(bt_row + tile * stride_btk).to(tl.int64)
             bad = ((raw < 0) | (raw >= num_kv_blocks)) & (t >= 0)  # a [KEYS] mask
             base = kv_ptr + tl.where(bad, 0, raw) * stride_kv
             k_ptrs = base[:, None] + t[:, None] * D + d[None, :]
             s_ptrs = (base + BS * D).to(tl.pointer_type(tl.float32)) + t
-        if FP8_DOT:
-            k = tl.load(k_ptrs.to(tl.pointer_type(tl.float8e4nv)))
-        else:
-            k = decode_e4m3(tl.load(k_ptrs))
-        scale = tl.load(s_ptrs)
+        if not TMA:
+            if FP8_DOT:
+                k = tl.load(k_ptrs.to(tl.pointer_type(tl.float8e4nv)))
+            else:
+                k = decode_e4m3(tl.load(k_ptrs))
+        if TMA != 2:
+            scale = tl.load(s_ptrs)
         p = tile * KEYS + t
         if SPLIT_ROWS and HEAD_DOT:
             acc = tl.zeros([KEYS, 16], dtype=tl.float32)
@@ -660,6 +687,33 @@ def fp8_paged_mqa_logits(
     return _run(q, kv_cache, weights, context_lens, block_tables, max_model_len, clean_logits, out, config, fp8_dot)
 
 
+def _tma_descriptors(cfg: PagedConfig, kv_cache: torch.Tensor, block_size: int, dim: int,
+                     use_fp8: bool) -> tuple[Any, Any, int]:
+    """Host tensor descriptors for ``PagedConfig.tma`` (None, None, 0 when off): the keys as rows of D
+    bytes (fp8 for the native dot, else bytes) in [block_size, D] boxes, and the cache as fp32 words in
+    [1, block_size] boxes whose column block_size·D/4 of block row p is block p's first scale."""
+    if cfg.tma == TMA_OFF:
+        return None, None, 0
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    num_blocks, stride = kv_cache.shape[0], kv_cache.stride(0)
+    if cfg.tma not in (TMA_KEYS, TMA_KEYS_SCALES) or cfg.pair_blocks or cfg.persistent:
+        raise ValueError(f"tma must be 0, 1 or 2, with single-block tiles and no persistent grid, got {cfg}")
+    if stride % 16 or stride % dim or kv_cache.data_ptr() % 16 or dim % 16:
+        raise ValueError(f"tma needs a block stride that is a multiple of 16 and of D = {dim} and a 16-byte aligned "
+                         f"cache, got stride {stride}, address {kv_cache.data_ptr():#x}")
+    kv_rows = stride // dim
+    rows = (num_blocks - 1) * kv_rows + block_size  # the last block's keys end the view
+    keys = torch.as_strided(kv_cache.view(torch.float8_e4m3fn if use_fp8 else torch.uint8), (rows, dim), (dim, 1))
+    k_desc = TensorDescriptor(keys, [rows, dim], [dim, 1], [block_size, dim])
+    s_desc = None
+    if cfg.tma == TMA_KEYS_SCALES:
+        width = block_size * (dim + 4) // 4  # a block's packed words; its scales are the last block_size
+        words = torch.as_strided(kv_cache.view(torch.float32), (num_blocks, width), (stride // 4, 1))
+        s_desc = TensorDescriptor(words, [num_blocks, width], [stride // 4, 1], [1, block_size])
+    return k_desc, s_desc, kv_rows
+
+
 def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, clean_logits: bool,
          out: torch.Tensor | None, config: PagedConfig | None = None,
          fp8_dot: bool | None = None) -> torch.Tensor:
@@ -678,6 +732,7 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
         raise ValueError(f"head_dot must be 0, 1 or 2; it needs rows <= 16 and neither reduce_dot nor "
                          f"persistent, got {cfg}")
     use_fp8 = _fp8.native_fp8_dot(device) if fp8_dot is None else bool(fp8_dot)
+    k_desc, s_desc, kv_rows = _tma_descriptors(cfg, kv_cache, block_size, dim, use_fp8)
     lens_2d = context_lens.dim() == 2
     gn = max(16, cfg.rows) if cfg.reduce_dot or head_dot else cfg.rows
     rows_first = cfg.rows_first and batch <= 65535  # the grid's z extent
@@ -716,12 +771,13 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
         block_tables.stride(0), block_tables.stride(1),
         out.stride(0),
         next_n, max_model_len, block_tables.shape[1], kv_cache.shape[0],
+        k_desc, s_desc, kv_rows,
         H=heads, D=dim, BS=block_size, ROWS=cfg.rows, GN=gn,
         LENS_2D=lens_2d, CLEAN=clean_logits, FP8_DOT=use_fp8, REDUCE_DOT=cfg.reduce_dot,
         SPLIT_ROWS=cfg.split_rows, PAIR=cfg.pair_blocks, KEYS=block_size * (2 if cfg.pair_blocks else 1),
         FILL_N=cfg.fill_n, NUM_STAGES=cfg.num_stages, PDL=pdl, ROWS_FIRST=rows_first,
         FILL_FIRST=cfg.fill_first, HEAD_DOT=head_dot,
-        EMULATE=device.type != "cuda", num_warps=cfg.num_warps, **extra,
+        EMULATE=device.type != "cuda", TMA=cfg.tma, num_warps=cfg.num_warps, **extra,
     )
     return out
 

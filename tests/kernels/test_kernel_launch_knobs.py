@@ -262,3 +262,97 @@ def test_head_dot_is_off_by_default_and_refuses_what_it_cannot_hold():
             fp8_paged_mqa_logits(**inputs, config=cfg)
     # 0 is the shipped reduction: no error
     fp8_paged_mqa_logits(**inputs, config=PagedConfig(rows=2, splits=1, split_rows=True, head_dot=0))
+
+
+# ----------------------------------------------------------------------------- paged MQA: TMA key tiles
+
+# PagedConfig.tma (run kernels-s5-1): the key tile (and with TMA_KEYS_SCALES the scales) of each block comes
+# through a host tensor descriptor instead of per-thread pointers. Same bytes into the same dot: the output
+# must equal the pointer launch's bit for bit, garbage table entries read as block 0 and scored -inf.
+# (name, batch, next_n, heads, block, mml, lengths, rows, split_rows, splits, lens_2d, block_stride)
+TMA = [
+    ("n2_rows2_split", 3, 2, 16, 16, 100, [1, 47, 100], 2, True, 2, False, None),
+    ("n2_rows2_split_2d_strided", 3, 2, 16, 16, 100, [0, 47, 99], 2, True, 3, True, 16 * 68 + 64),
+    ("n1_rows1", 5, 1, 16, 16, 70, [3, 0, 70, 33, 16], 1, False, 2, False, None),
+    ("n3_rows4_one_dot", 2, 3, 16, 32, 90, [3, 70], 4, False, 1, False, None),
+]
+
+
+@pytest.mark.parametrize("clean", [True, False])
+@pytest.mark.parametrize("case", TMA, ids=[c[0] for c in TMA])
+def test_tma_key_tiles_give_the_pointer_launchs_bits(case, clean):
+    _, batch, next_n, heads, bs, mml, lengths, rows, split_rows, splits, lens_2d, stride = case
+    inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, 64, bs, mml, torch.tensor(lengths), seed=13,
+                                          device=DEVICE, lens_2d=lens_2d, block_stride=stride)
+    bt = inputs["block_tables"]
+    for b, length in enumerate(lengths):  # entries past each sequence: garbage, never read
+        bt[b, -(-length // bs):] = (-1) ** b * (2**30 + b)
+    if batch > 2 and clean:
+        bt[2, 0] = -5  # a bad id inside a sequence: its keys score -inf (the oracle counts them as unwritten
+        # positions, so only with cleaning, where every position is written)
+    exp = mqa_check.paged_expected(inputs)
+    cfg = PagedConfig(rows=rows, splits=splits, num_stages=5, split_rows=split_rows, fill_n=16)
+    outs = []
+    for tma in (paged_mqa_logits.TMA_OFF, paged_mqa_logits.TMA_KEYS, paged_mqa_logits.TMA_KEYS_SCALES):
+        out = torch.full((batch * next_n, mml), float("nan"), device=DEVICE)
+        fp8_paged_mqa_logits(**inputs, clean_logits=clean, out=out, config=dataclasses.replace(cfg, tma=tma))
+        mqa_check.check(out, exp, cleaned=clean)
+        if not clean:
+            assert torch.isnan(out[~exp.valid.to(out.device)]).all(), "clean_logits=False wrote an invalid position"
+        outs.append(out)
+    written = ~torch.isnan(outs[0])
+    for other in outs[1:]:
+        assert torch.equal(written, ~torch.isnan(other))
+        assert torch.equal(outs[0][written].view(torch.int32), other[written].view(torch.int32))
+
+
+def test_tma_with_the_head_dot_matches_the_oracle():
+    inputs = paged_mqa_logits.make_inputs(3, 2, 16, 64, 16, 100, torch.tensor([1, 47, 100]), seed=17, device=DEVICE)
+    exp = mqa_check.paged_expected(inputs)
+    out = torch.full((6, 100), float("nan"), device=DEVICE)
+    fp8_paged_mqa_logits(**inputs, out=out, config=PagedConfig(rows=2, splits=2, split_rows=True, fill_n=16,
+                                                              head_dot=paged_mqa_logits.HEAD_DOT_BF16,
+                                                              tma=paged_mqa_logits.TMA_KEYS_SCALES))
+    mqa_check.check(out, exp, eps=mqa_check.EPS_CUDA)
+
+
+def test_tma_is_off_by_default_and_refuses_what_it_cannot_hold():
+    cpu = torch.device("cpu")
+    for next_n in (1, 2, 4):
+        assert paged_mqa_logits.default_config(64, next_n, 64, 64, 16384, cpu, max_blocks=167).tma == 0
+    inputs = paged_mqa_logits.make_inputs(2, 2, 16, 64, 16, 64, torch.tensor([10, 64]), seed=1, device=DEVICE)
+    for cfg in (PagedConfig(rows=2, splits=1, split_rows=True, tma=3),
+                PagedConfig(rows=2, splits=1, split_rows=True, pair_blocks=True, tma=1),
+                PagedConfig(rows=2, splits=1, split_rows=True, persistent=2, tma=1)):
+        with pytest.raises(ValueError, match="tma"):
+            fp8_paged_mqa_logits(**inputs, config=cfg)
+    # a block stride that is not a multiple of D (16·68 + 4 bytes) cannot be cut into rows of D bytes
+    odd = paged_mqa_logits.make_inputs(2, 2, 16, 64, 16, 64, torch.tensor([10, 64]), seed=1, device=DEVICE,
+                                       block_stride=16 * 68 + 4)
+    with pytest.raises(ValueError, match="tma needs"):
+        fp8_paged_mqa_logits(**odd, config=PagedConfig(rows=2, splits=1, split_rows=True, tma=1))
+
+
+# ----------------------------------------------------------------------------- merge: looped programs
+
+# merge_attn_states config[6:8] = (iters, stages) (run kernels-s5-1): each program merges the row groups
+# pid, pid + P, ... in a software-pipelined loop. The same rows get the same arithmetic: bit-identical to
+# one group per program, including groups past the end (masked) and an empty prefix.
+@pytest.mark.parametrize("iters,stages", [(2, 2), (3, 3), (8, 2)])
+@pytest.mark.parametrize("layout", ["hn", "nh"])
+def test_looped_merge_programs_give_the_one_group_launchs_bits(iters, stages, layout):
+    results = []
+    for cfg in ((4, 1, False, False, True, None), (4, 1, False, False, True, None, iters, stages)):
+        args = merge_inputs(13, 5, 64, torch.bfloat16, layout, seed=iters, device=DEVICE)
+        mas._merge(**args, lse_layout=layout, config=cfg, prefill_tokens_with_context=9)
+        check_against_reference(mas, args, layout, limit=9, label=f"{cfg}")
+        results.append((args["output"].clone(), args["output_lse"].clone()))
+    assert torch.equal(results[0][0].view(torch.int16), results[1][0].view(torch.int16))
+    assert torch.equal(results[0][1].view(torch.int32), results[1][1].view(torch.int32))
+
+
+def test_looped_merge_is_off_by_default():
+    args = merge_inputs(256, 32, 128, torch.bfloat16, "hn", seed=1, device="cpu")
+    plan = mas._make_plan(args["output"], args["prefix_output"], args["prefix_lse"], args["suffix_output"],
+                          args["suffix_lse"], args["output_lse"], None, None, "hn", None)
+    assert (plan.constexprs["ITERS"], plan.constexprs["STAGES"], plan.grid) == (1, 1, (2048,))
