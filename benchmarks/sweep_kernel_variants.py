@@ -11,9 +11,9 @@ variants, which round to bf16 and are held to the oracle's tolerance), outputs
 poisoned with NaN first.
 
 ``merge_attn_states`` at N = 256, 4096 and 65536 (bf16, H = 32, D = 128): the
-shipped launch, at N = 256 also looped programs (several row groups per program,
-run s5-1; earlier runs: one-warp programs of 1-8 rows, head-major, the LSE math
-first, no masks, 32-bit offsets), each
+shipped launch (earlier runs: looped programs merging several row groups,
+one-warp programs of 1-8 rows, head-major, the LSE math first, no masks, 32-bit
+offsets), each
 checked against the float64 reference; plus the per-node cost of an empty
 kernel in a CUDA graph (with and without PDL), the floor under any tiny kernel.
 
@@ -89,30 +89,31 @@ def paged_variants(batch: int, next_n: int, blocks: int, sms: int, default) -> l
         return max(1, min(_launch.cdiv(per_sm * sms, batch * tiles), _launch.cdiv(blocks, pm.MIN_BLOCKS_PER_PROGRAM)))
 
     rep = dataclasses.replace
+    # "shipped": main's launch before run s5-2, i.e. without TMA (the new next_n = 2 default takes the keys
+    # through TMA: the "tma keys" rows below)
+    default = rep(default, tma=pm.TMA_OFF)
     out = [("shipped", default)]
-    # Run s5-1: key tiles through the copy engine (PagedConfig.tma; host tensor descriptors over the cache
-    # viewed as rows of D bytes). sm_90 builds (Triton 3.6) of the next_n = 2 program: keys only 89 registers,
-    # 41.8 KB, 316 loop instructions per tile (shipped 94, 41.7 KB, 311); keys + scales 86 registers, 332;
-    # with four stages 33.3 KB (six programs per SM) but one tile in flight per program; the head dot with
-    # keys + scales through TMA and four stages 41.3 KB (five per SM, 239 loop instructions).
-    keys, both = pm.TMA_KEYS, pm.TMA_KEYS_SCALES
+    # Run s5-2: key tiles through the copy engine (PagedConfig.tma; host tensor descriptors over the cache
+    # viewed as rows of D bytes) on its own (timed twice) and with other launch choices. Run s5-1 (14:47 UTC): the
+    # keys through TMA were 4-5% faster on B=64/128 ctx 8k mml 16k and B=64 ctx 32k mml 64k next_n = 2 and
+    # within the shipped launch's spread elsewhere; keys and scales both through TMA, four stages (one tile in
+    # flight), the head dot with TMA and 8 per SM with TMA were slower. sm_90 builds (Triton 3.6) of the
+    # next_n = 2 program: keys through TMA 88-89 registers, 41.8 KB, 316 loop instructions per tile (shipped 94,
+    # 41.7 KB, 311): the gain is not the instruction count.
+    keys = pm.TMA_KEYS
     bf16 = pm.HEAD_DOT_BF16
     if next_n == 2:
         out += [("tma keys", rep(default, tma=keys)),
-                ("tma keys+scales", rep(default, tma=both)),
-                ("tma k+s 4 stages", rep(default, tma=both, num_stages=4)),
-                ("tma k+s 6 stages", rep(default, tma=both, num_stages=6)),
-                ("tma k+s 8/SM", rep(default, tma=both, splits=splits(8, 2))),
-                ("tma k+s 24/SM", rep(default, tma=both, splits=splits(24, 2))),
-                ("tma k+s head-dot", rep(default, tma=both, head_dot=bf16)),
-                ("tma k+s head-dot 4 stages", rep(default, tma=both, head_dot=bf16, num_stages=4)),
-                ("tma k+s head-dot 4 st 8/SM", rep(default, tma=both, head_dot=bf16, num_stages=4,
-                                                   splits=splits(8, 2))),
-                ("head-dot 8/SM (s4-4 best)", rep(default, head_dot=bf16, splits=splits(8, 2)))]
+                ("tma keys 24/SM", rep(default, tma=keys, splits=splits(24, 2))),
+                ("tma keys 12/SM", rep(default, tma=keys, splits=splits(12, 2))),
+                ("tma keys 6 stages", rep(default, tma=keys, num_stages=6)),
+                ("tma keys fill first", rep(default, tma=keys, fill_first=True)),
+                ("tma keys head-dot", rep(default, tma=keys, head_dot=bf16)),
+                ("tma keys head-dot 8/SM", rep(default, tma=keys, head_dot=bf16, splits=splits(8, 2))),
+                ("tma keys (again)", rep(default, tma=keys))]
     elif next_n == 1:
         out += [("tma keys", rep(default, tma=keys)),
-                ("tma keys+scales", rep(default, tma=both)),
-                ("tma k+s 4 stages", rep(default, tma=both, num_stages=4))]
+                ("tma keys (again)", rep(default, tma=keys))]
     out.append(("shipped (again)", default))
     return out
     # Earlier candidates, no longer timed. Run s4-4: the head dot (bf16, bf16w2, four stages, 8 and 32 per SM, one
@@ -268,15 +269,11 @@ def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
         # options EVEN/IDX32 of the commit that added PagedConfig.persistent, removed after the run):
         # N = 256 3.17 / 3.14 µs against 3.08 / 3.09 shipped, no faster at N = 4096 / 65536. Run s4-1:
         # one-warp programs of 1, 2 and 8 rows 10.5, 5.4 and 3.32 µs, the LSE math first 3.39, against
-        # 3.06-3.08.
+        # 3.06-3.08. Run s5-1 (14:47 UTC; the kernel body as a helper called once or from a pipelined
+        # loop, config[6:8] = iters, stages, removed after the run): programs of 4 rows / 1 warp looping over 2,
+        # 4, 8, 16 row groups (1024-128 programs) 4.24-10.3 µs, 8 rows / 1 warp x2 4.51, 8 rows / 2 warps 4.13
+        # (x2: 4.33), 16 rows / 4 warps 4.14 (x2: 4.42), against 3.08 / 3.03 for the shipped launch.
         shapes = [("shipped pdl", shipped)]
-        if n <= 256 or DEVICE != "cuda":
-            # Run s5-1: fewer programs, each merging several row groups in a software-pipelined loop
-            # (config[6:8] = iters, stages; groups pid, pid + P, ...), and two-warp programs of 8 rows.
-            # (rows, warps, head_major, pdl, const_heads, load_first, iters, stages)
-            shapes += [(f"{r} rows {w}w x{it} st{st}", (r, w, False, True, True, True, it, st))
-                       for r, w, it, st in ((4, 1, 2, 2), (4, 1, 4, 2), (4, 1, 4, 3), (4, 1, 8, 3), (4, 1, 16, 3),
-                                            (8, 1, 2, 2), (8, 2, 1, 1), (8, 2, 2, 2), (16, 4, 1, 1), (16, 4, 2, 2))]
         cands = list(shapes) + [("shipped pdl (again)", shipped)]
         per_graph = 100 if n <= 4096 else 20
         for name, cfg in cands:

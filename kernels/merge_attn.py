@@ -81,9 +81,9 @@ def _round_to_e4m3(x):
     return tl.where(bits < 0, -r, r)  # sign from the bit, so -0.0 stays -0.0
 
 
-@triton.jit
-def _merge_rows(
-    group, out_ptr, pre_ptr, suf_ptr,
+@triton.jit(do_not_specialize=["limit_value"])
+def _merge_attn_states_kernel(
+    out_ptr, pre_ptr, suf_ptr,
     pre_lse_ptr, suf_lse_ptr, out_lse_ptr,
     limit_ptr, scale_ptr,
     limit_value, num_tokens, num_heads,
@@ -91,14 +91,15 @@ def _merge_rows(
     plse_st, plse_sh, slse_st, slse_sh, olse_st, olse_sh,
     HEAD_SIZE: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr,
     HEAD_MAJOR: tl.constexpr, HAS_OUT_LSE: tl.constexpr, LIMIT_MODE: tl.constexpr,
-    FP8_OUT: tl.constexpr, FP8_MAX: tl.constexpr, LOAD_FIRST: tl.constexpr, HEADS: tl.constexpr,
+    FP8_OUT: tl.constexpr, FP8_MAX: tl.constexpr, LOAD_FIRST: tl.constexpr, PDL: tl.constexpr,
+    HEADS: tl.constexpr,
 ):
-    """Merge row group ``group`` (rows group·ROWS ..): the whole kernel body."""
+    _pdl.enter(PDL)
     # One program merges ROWS (token, head) rows. Rows are numbered head-major
     # (consecutive rows = consecutive tokens of one head, matching the [H, N]
     # LSE layout) or token-major (matching [N, H] and the [N, H, D] outputs).
     # HEADS > 0 is num_heads as a compile-time constant (token-major division without a runtime divide).
-    rows = group * ROWS + tl.arange(0, ROWS)
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     if HEAD_MAJOR:
         row_ok = rows < num_tokens * num_heads
         h = rows // num_tokens
@@ -164,44 +165,6 @@ def _merge_rows(
         tl.store(out_lse_ptr + t64 * olse_st + h64 * olse_sh, lse, mask=row_ok)
 
 
-@triton.jit(do_not_specialize=["limit_value"])
-def _merge_attn_states_kernel(
-    out_ptr, pre_ptr, suf_ptr,
-    pre_lse_ptr, suf_lse_ptr, out_lse_ptr,
-    limit_ptr, scale_ptr,
-    limit_value, num_tokens, num_heads,
-    out_st, out_sh, pre_st, pre_sh, suf_st, suf_sh,
-    plse_st, plse_sh, slse_st, slse_sh, olse_st, olse_sh,
-    HEAD_SIZE: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr,
-    HEAD_MAJOR: tl.constexpr, HAS_OUT_LSE: tl.constexpr, LIMIT_MODE: tl.constexpr,
-    FP8_OUT: tl.constexpr, FP8_MAX: tl.constexpr, LOAD_FIRST: tl.constexpr, PDL: tl.constexpr,
-    HEADS: tl.constexpr, ITERS: tl.constexpr, STAGES: tl.constexpr,
-):
-    _pdl.enter(PDL)
-    # One program merges ROWS (token, head) rows, or with ITERS > 1 the row groups pid, pid + P, ...
-    # (P programs, ITERS groups each; a software-pipelined loop of STAGES stages: the next groups'
-    # loads are in flight while one group is merged and stored). Rows are numbered head-major
-    # (consecutive rows = consecutive tokens of one head, matching the [H, N] LSE layout) or
-    # token-major (matching [N, H] and the [N, H, D] outputs).
-    if ITERS == 1:
-        _merge_rows(tl.program_id(0), out_ptr, pre_ptr, suf_ptr, pre_lse_ptr, suf_lse_ptr, out_lse_ptr,
-                    limit_ptr, scale_ptr, limit_value, num_tokens, num_heads,
-                    out_st, out_sh, pre_st, pre_sh, suf_st, suf_sh,
-                    plse_st, plse_sh, slse_st, slse_sh, olse_st, olse_sh,
-                    HEAD_SIZE, BLOCK_D, ROWS, HEAD_MAJOR, HAS_OUT_LSE, LIMIT_MODE, FP8_OUT, FP8_MAX, LOAD_FIRST,
-                    HEADS)
-    else:
-        pid = tl.program_id(0)
-        progs = tl.num_programs(0)
-        for i in tl.range(0, ITERS, num_stages=STAGES):
-            _merge_rows(pid + i * progs, out_ptr, pre_ptr, suf_ptr, pre_lse_ptr, suf_lse_ptr, out_lse_ptr,
-                        limit_ptr, scale_ptr, limit_value, num_tokens, num_heads,
-                        out_st, out_sh, pre_st, pre_sh, suf_st, suf_sh,
-                        plse_st, plse_sh, slse_st, slse_sh, olse_st, olse_sh,
-                        HEAD_SIZE, BLOCK_D, ROWS, HEAD_MAJOR, HAS_OUT_LSE, LIMIT_MODE, FP8_OUT, FP8_MAX,
-                        LOAD_FIRST, HEADS)
-
-
 # --------------------------------------------------------------------------- wrapper
 
 class _Plan:
@@ -226,7 +189,7 @@ class _Plan:
 
 _PLANS: dict[tuple, _Plan] = {}
 _CONSTEXPR_ORDER = ("HEAD_SIZE", "BLOCK_D", "ROWS", "HEAD_MAJOR", "HAS_OUT_LSE", "LIMIT_MODE", "FP8_OUT", "FP8_MAX",
-                    "LOAD_FIRST", "PDL", "HEADS", "ITERS", "STAGES")
+                    "LOAD_FIRST", "PDL", "HEADS")
 # programs with at most this many bytes of each input load both parts before the LSE math
 _LOAD_FIRST_BYTES = 2048
 
@@ -389,11 +352,6 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
     heads_const = h if (const_heads and not head_major) else 0
     load_first = (bool(rest[2]) if len(rest) > 2 and rest[2] is not None
                   else rows * _launch.next_pow2(max(1, d)) * prefix_output.dtype.itemsize <= _LOAD_FIRST_BYTES)
-    # config[6:8] (sweeps): row groups per program and the loop's pipeline stages (one group, no loop: 1, 1)
-    iters = max(1, int(rest[3])) if len(rest) > 3 else 1
-    stages = max(1, int(rest[4])) if len(rest) > 4 else 1
-    groups = _launch.cdiv(n * h, rows)
-
     def lse_strides(t):
         return (t.stride(1), t.stride(0)) if layout == "hn" else (t.stride(0), t.stride(1))
     olse = lse_strides(output_lse) if output_lse is not None else (0, 0)
@@ -404,8 +362,8 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
                       HEAD_MAJOR=bool(head_major), HAS_OUT_LSE=output_lse is not None,
                       LIMIT_MODE=limit_mode, FP8_OUT=fp8, FP8_MAX=_FP8_MAX,
                       LOAD_FIRST=load_first,
-                      PDL=pdl, HEADS=heads_const, ITERS=iters if groups > 1 else 1, STAGES=stages)
-    grid = (_launch.cdiv(groups, constexprs["ITERS"]),)
+                      PDL=pdl, HEADS=heads_const)
+    grid = (_launch.cdiv(n * h, rows),)
     return _Plan(grid, strides, constexprs, num_warps, limit_mode, n, h, n * h * d == 0)
 
 
@@ -415,10 +373,9 @@ def _desc(t: Any) -> Any:
 
 def _merge(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse=None,
            prefill_tokens_with_context=None, output_scale=None, lse_layout="auto", config=None) -> None:
-    """The wrapper's body; ``config`` = (rows, num_warps, head_major[, pdl[, const_heads[, load_first[, iters[,
-    stages]]]]]) overrides the heuristic (``const_heads``, default True: num_heads compiled into a token-major
-    launch; ``load_first``: both parts loaded before the LSE math, None for the size rule; ``iters``: row groups
-    per program, default 1; ``stages``: pipeline stages of that loop)."""
+    """The wrapper's body; ``config`` = (rows, num_warps, head_major[, pdl[, const_heads[, load_first]]])
+    overrides the heuristic (``const_heads``, default True: num_heads compiled into a token-major launch;
+    ``load_first``: both parts loaded before the LSE math, None for the size rule)."""
     limit = prefill_tokens_with_context
     # The plan key holds everything the checks and the launch depend on (shapes,
     # strides, dtypes, devices, which optional arguments are given) and no

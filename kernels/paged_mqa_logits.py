@@ -55,7 +55,8 @@ class PagedConfig:
     #: rows of D bytes, a block every block_stride / D rows). 0 (off), TMA_KEYS (keys only; the scales as
     #: before), TMA_KEYS_SCALES (the block's scales as a second [1, block_size] fp32 box). Needs single-block
     #: tiles (no pair_blocks), no persistent grid, a block stride that is a multiple of 16 and of D, and a
-    #: 16-byte aligned cache; where those fail the launch raises. Sweeps only (H200 run kernels-s5-1).
+    #: 16-byte aligned cache; where those fail an explicit config raises and the default falls back to 0.
+    #: The next_n = 2 default on compute capability >= 9.0 (H200 runs kernels-s5-1/-2, see default_config).
     tma: int = 0
 
 
@@ -95,6 +96,22 @@ KEY_STAGES = 5
 #: 2^-8·B tolerance.
 
 
+def _tma_default(device: torch.device) -> bool:
+    """Whether default launches on ``device`` take their key tiles through TMA (CUDA, compute capability
+    >= 9.0; never under the interpreter, where tests choose it explicitly)."""
+    if device.type != "cuda":
+        return False
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return _fp8._capability(index) >= (9, 0)
+
+
+def tma_fits(kv_cache: torch.Tensor, dim: int) -> bool:
+    """Whether the cache can be cut into TMA boxes: a block stride that is a multiple of 16 bytes and of D
+    (so each block's keys are whole rows of D bytes), a 16-byte aligned start, D a multiple of 16."""
+    stride = kv_cache.stride(0)
+    return stride % 16 == 0 and stride % dim == 0 and kv_cache.data_ptr() % 16 == 0 and dim % 16 == 0
+
+
 def default_config(batch: int, next_n: int, heads: int, block_size: int, max_model_len: int,
                    device: torch.device, max_blocks: int | None = None) -> PagedConfig:
     """Shape-only launch choice. ``max_blocks`` is the block-table width (a shape, default from max_model_len)."""
@@ -123,8 +140,11 @@ def default_config(batch: int, next_n: int, heads: int, block_size: int, max_mod
         # No register cap (PagedConfig.maxnreg): this program's sm_90 build takes 94 registers and 41.7 KB of
         # shared memory (five programs per SM, bound by shared memory); a cap of 168 or 128 makes ptxas
         # allocate 116 or 110 and was 1-3% slower on six of the seven next_n = 2 shapes (H200 run kernels-s4-1).
+        # Key tiles through TMA on sm_90+ (H200 runs kernels-s5-1/-2): 4-5% faster on B=64/128 ctx 8k mml 16k and
+        # B=64 ctx 32k mml 64k, within the pointer launch's spread on the other next_n = 2 shapes. Not for
+        # next_n = 1, where it changed nothing (-2% to +1%).
         return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=KEY_STAGES, split_rows=True,
-                           pdl=pdl)
+                           pdl=pdl, tma=TMA_KEYS if _tma_default(device) else TMA_OFF)
     # next_n 3-4 (not in the benchmark; unchanged since the 2026-11-29 sweeps): a dot per row over two
     # KV blocks at a time.
     return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=4, split_rows=True, pair_blocks=True,
@@ -699,7 +719,7 @@ def _tma_descriptors(cfg: PagedConfig, kv_cache: torch.Tensor, block_size: int, 
     num_blocks, stride = kv_cache.shape[0], kv_cache.stride(0)
     if cfg.tma not in (TMA_KEYS, TMA_KEYS_SCALES) or cfg.pair_blocks or cfg.persistent:
         raise ValueError(f"tma must be 0, 1 or 2, with single-block tiles and no persistent grid, got {cfg}")
-    if stride % 16 or stride % dim or kv_cache.data_ptr() % 16 or dim % 16:
+    if not tma_fits(kv_cache, dim):
         raise ValueError(f"tma needs a block stride that is a multiple of 16 and of D = {dim} and a 16-byte aligned "
                          f"cache, got stride {stride}, address {kv_cache.data_ptr():#x}")
     kv_rows = stride // dim
@@ -724,6 +744,8 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
     out = _fp8.logits_buffer(out, rows_total, max_model_len, device)
     cfg = config or default_config(batch, next_n, heads, block_size, max_model_len, device,
                                    max_blocks=block_tables.shape[1])
+    if config is None and cfg.tma and not tma_fits(kv_cache, dim):
+        cfg = dataclasses.replace(cfg, tma=TMA_OFF)  # a cache the copy engine cannot cut into boxes
     if cfg.split_rows and (cfg.rows not in (1, 2, 4) or cfg.reduce_dot):
         raise ValueError(f"split_rows needs rows in (1, 2, 4) and reduce_dot=False, got {cfg}")
     head_dot = cfg.head_dot

@@ -316,10 +316,25 @@ def test_tma_with_the_head_dot_matches_the_oracle():
     mqa_check.check(out, exp, eps=mqa_check.EPS_CUDA)
 
 
-def test_tma_is_off_by_default_and_refuses_what_it_cannot_hold():
+def test_tma_is_the_next_n_2_default_on_sm90_only(monkeypatch):
     cpu = torch.device("cpu")
-    for next_n in (1, 2, 4):
+    for next_n in (1, 2, 4):  # the interpreter: never by default
         assert paged_mqa_logits.default_config(64, next_n, 64, 64, 16384, cpu, max_blocks=167).tma == 0
+    monkeypatch.setattr(paged_mqa_logits, "_tma_default", lambda device: True)  # as on compute capability 9.0
+    tma = {n: paged_mqa_logits.default_config(64, n, 64, 64, 16384, cpu, max_blocks=167).tma for n in (1, 2, 4)}
+    assert tma == {1: 0, 2: paged_mqa_logits.TMA_KEYS, 4: 0}  # next_n 4: pairs of blocks, no TMA
+
+
+def test_a_default_tma_launch_falls_back_where_the_cache_does_not_fit(monkeypatch):
+    monkeypatch.setattr(paged_mqa_logits, "_tma_default", lambda device: True)
+    for stride in (None, 16 * 68 + 4):  # fits; a block stride that is not a multiple of D = 64
+        inputs = paged_mqa_logits.make_inputs(2, 2, 16, 64, 16, 64, torch.tensor([10, 64]), seed=1, device=DEVICE,
+                                              block_stride=stride)
+        assert paged_mqa_logits.tma_fits(inputs["kv_cache"], 64) == (stride is None)
+        mqa_check.check(fp8_paged_mqa_logits(**inputs), mqa_check.paged_expected(inputs))
+
+
+def test_tma_refuses_what_it_cannot_hold():
     inputs = paged_mqa_logits.make_inputs(2, 2, 16, 64, 16, 64, torch.tensor([10, 64]), seed=1, device=DEVICE)
     for cfg in (PagedConfig(rows=2, splits=1, split_rows=True, tma=3),
                 PagedConfig(rows=2, splits=1, split_rows=True, pair_blocks=True, tma=1),
@@ -331,28 +346,3 @@ def test_tma_is_off_by_default_and_refuses_what_it_cannot_hold():
                                        block_stride=16 * 68 + 4)
     with pytest.raises(ValueError, match="tma needs"):
         fp8_paged_mqa_logits(**odd, config=PagedConfig(rows=2, splits=1, split_rows=True, tma=1))
-
-
-# ----------------------------------------------------------------------------- merge: looped programs
-
-# merge_attn_states config[6:8] = (iters, stages) (run kernels-s5-1): each program merges the row groups
-# pid, pid + P, ... in a software-pipelined loop. The same rows get the same arithmetic: bit-identical to
-# one group per program, including groups past the end (masked) and an empty prefix.
-@pytest.mark.parametrize("iters,stages", [(2, 2), (3, 3), (8, 2)])
-@pytest.mark.parametrize("layout", ["hn", "nh"])
-def test_looped_merge_programs_give_the_one_group_launchs_bits(iters, stages, layout):
-    results = []
-    for cfg in ((4, 1, False, False, True, None), (4, 1, False, False, True, None, iters, stages)):
-        args = merge_inputs(13, 5, 64, torch.bfloat16, layout, seed=iters, device=DEVICE)
-        mas._merge(**args, lse_layout=layout, config=cfg, prefill_tokens_with_context=9)
-        check_against_reference(mas, args, layout, limit=9, label=f"{cfg}")
-        results.append((args["output"].clone(), args["output_lse"].clone()))
-    assert torch.equal(results[0][0].view(torch.int16), results[1][0].view(torch.int16))
-    assert torch.equal(results[0][1].view(torch.int32), results[1][1].view(torch.int32))
-
-
-def test_looped_merge_is_off_by_default():
-    args = merge_inputs(256, 32, 128, torch.bfloat16, "hn", seed=1, device="cpu")
-    plan = mas._make_plan(args["output"], args["prefix_output"], args["prefix_lse"], args["suffix_output"],
-                          args["suffix_lse"], args["output_lse"], None, None, "hn", None)
-    assert (plan.constexprs["ITERS"], plan.constexprs["STAGES"], plan.grid) == (1, 1, (2048,))
