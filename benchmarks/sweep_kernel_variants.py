@@ -93,27 +93,21 @@ def paged_variants(batch: int, next_n: int, blocks: int, sms: int, default) -> l
     # through TMA: the "tma keys" rows below)
     default = rep(default, tma=pm.TMA_OFF)
     out = [("shipped", default)]
-    # Run s5-2: key tiles through the copy engine (PagedConfig.tma; host tensor descriptors over the cache
-    # viewed as rows of D bytes) on its own (timed twice) and with other launch choices. Run s5-1 (14:47 UTC): the
-    # keys through TMA were 4-5% faster on B=64/128 ctx 8k mml 16k and B=64 ctx 32k mml 64k next_n = 2 and
-    # within the shipped launch's spread elsewhere; keys and scales both through TMA, four stages (one tile in
-    # flight), the head dot with TMA and 8 per SM with TMA were slower. sm_90 builds (Triton 3.6) of the
-    # next_n = 2 program: keys through TMA 88-89 registers, 41.8 KB, 316 loop instructions per tile (shipped 94,
-    # 41.7 KB, 311): the gain is not the instruction count.
+    # Run s5-3: the new next_n = 2 default (key tiles through the copy engine, PagedConfig.tma = TMA_KEYS) against
+    # main's launch without TMA, on the final code (TMA only for blocks of 64/128 keys). Runs s5-1/s5-2: TMA keys
+    # 4-5% faster on B=64/128 ctx 8k mml 16k and B=64 ctx 32k mml 64k next_n = 2 and 1-3% on the ctx 32k ones,
+    # within the spread elsewhere (next_n = 1: -2% to +1%); slower: keys and scales through TMA, four stages
+    # (one tile in flight), fill first, 8/12 per SM, the head dot with TMA on the ctx 8k shapes. sm_90 builds
+    # (Triton 3.6) of the next_n = 2 program: TMA keys 88-89 registers, 41.8 KB, 316 loop instructions per tile
+    # (without 94, 41.7 KB, 311): the gain is not the instruction count.
     keys = pm.TMA_KEYS
-    bf16 = pm.HEAD_DOT_BF16
     if next_n == 2:
         out += [("tma keys", rep(default, tma=keys)),
-                ("tma keys 24/SM", rep(default, tma=keys, splits=splits(24, 2))),
-                ("tma keys 12/SM", rep(default, tma=keys, splits=splits(12, 2))),
                 ("tma keys 6 stages", rep(default, tma=keys, num_stages=6)),
-                ("tma keys fill first", rep(default, tma=keys, fill_first=True)),
-                ("tma keys head-dot", rep(default, tma=keys, head_dot=bf16)),
-                ("tma keys head-dot 8/SM", rep(default, tma=keys, head_dot=bf16, splits=splits(8, 2))),
+                ("tma keys 24/SM", rep(default, tma=keys, splits=splits(24, 2))),
                 ("tma keys (again)", rep(default, tma=keys))]
     elif next_n == 1:
-        out += [("tma keys", rep(default, tma=keys)),
-                ("tma keys (again)", rep(default, tma=keys))]
+        out += [("tma keys", rep(default, tma=keys))]
     out.append(("shipped (again)", default))
     return out
     # Earlier candidates, no longer timed. Run s4-4: the head dot (bf16, bf16w2, four stages, 8 and 32 per SM, one

@@ -54,8 +54,9 @@ class PagedConfig:
     #: host tensor descriptors over the paged cache, one [block_size, D] box per block (the cache viewed as
     #: rows of D bytes, a block every block_stride / D rows). 0 (off), TMA_KEYS (keys only; the scales as
     #: before), TMA_KEYS_SCALES (the block's scales as a second [1, block_size] fp32 box). Needs single-block
-    #: tiles (no pair_blocks), no persistent grid, a block stride that is a multiple of 16 and of D, and a
-    #: 16-byte aligned cache; where those fail an explicit config raises and the default falls back to 0.
+    #: tiles (no pair_blocks), no persistent grid, and a cache that ``tma_fits`` (blocks of 64 or 128 keys, a
+    #: block stride that is a multiple of 16 and of D, 16-byte aligned); where those fail an explicit config
+    #: raises and the default falls back to 0.
     #: The next_n = 2 default on compute capability >= 9.0 (H200 runs kernels-s5-1/-2, see default_config).
     tma: int = 0
 
@@ -107,9 +108,13 @@ def _tma_default(device: torch.device) -> bool:
 
 def tma_fits(kv_cache: torch.Tensor, dim: int) -> bool:
     """Whether the cache can be cut into TMA boxes: a block stride that is a multiple of 16 bytes and of D
-    (so each block's keys are whole rows of D bytes), a 16-byte aligned start, D a multiple of 16."""
+    (so each block's keys are whole rows of D bytes), a 16-byte aligned start, D a multiple of 16, and blocks
+    of 64 or 128 keys: the key tile feeds a 64-row wgmma straight from the copy engine's buffer. With
+    smaller blocks the dot is an mma.sync whose operand loads from that buffer faulted on the H200
+    (misaligned address, block 16, D 64: run kernels-s5-2)."""
     stride = kv_cache.stride(0)
-    return stride % 16 == 0 and stride % dim == 0 and kv_cache.data_ptr() % 16 == 0 and dim % 16 == 0
+    return (stride % 16 == 0 and stride % dim == 0 and kv_cache.data_ptr() % 16 == 0 and dim % 16 == 0
+            and kv_cache.shape[1] in (64, 128))
 
 
 def default_config(batch: int, next_n: int, heads: int, block_size: int, max_model_len: int,
@@ -720,8 +725,9 @@ def _tma_descriptors(cfg: PagedConfig, kv_cache: torch.Tensor, block_size: int, 
     if cfg.tma not in (TMA_KEYS, TMA_KEYS_SCALES) or cfg.pair_blocks or cfg.persistent:
         raise ValueError(f"tma must be 0, 1 or 2, with single-block tiles and no persistent grid, got {cfg}")
     if not tma_fits(kv_cache, dim):
-        raise ValueError(f"tma needs a block stride that is a multiple of 16 and of D = {dim} and a 16-byte aligned "
-                         f"cache, got stride {stride}, address {kv_cache.data_ptr():#x}")
+        raise ValueError(f"tma needs blocks of 64 or 128 keys, a block stride that is a multiple of 16 and of "
+                         f"D = {dim} and a 16-byte aligned cache, got block size {block_size}, stride {stride}, "
+                         f"address {kv_cache.data_ptr():#x}")
     kv_rows = stride // dim
     rows = (num_blocks - 1) * kv_rows + block_size  # the last block's keys end the view
     keys = torch.as_strided(kv_cache.view(torch.float8_e4m3fn if use_fp8 else torch.uint8), (rows, dim), (dim, 1))
@@ -921,10 +927,11 @@ def graphcheck_cases() -> list:
     """Declared cases for ``graphcheck audit graphcheck.kernels`` (tiny shapes for the interpreter)."""
     from graphcheck.case import Case
 
-    def case(name: str, next_n: int, lens_2d: bool, clean: bool = True, block_stride: int | None = None) -> Case:
+    def case(name: str, next_n: int, lens_2d: bool, clean: bool = True, block_stride: int | None = None,
+             dim: int = 64, block: int = 16, mml: int = 80) -> Case:
         def make(seed: int, device: Any) -> dict[str, Any]:
             # Same shapes for every seed; lengths and block ids differ.
-            inputs = make_inputs(2, next_n, 16, 64, 16, 80, seed=seed, device=device, lens_2d=lens_2d,
+            inputs = make_inputs(2, next_n, 16, dim, block, mml, seed=seed, device=device, lens_2d=lens_2d,
                                  block_stride=block_stride)
             inputs["clean_logits"] = clean
             return inputs
@@ -937,4 +944,6 @@ def graphcheck_cases() -> list:
         case("paged_mqa_logits/next_n1_1d", 1, False),
         case("paged_mqa_logits/next_n2_2d", 2, True),
         case("paged_mqa_logits/next_n4_1d_strided", 4, False, block_stride=16 * 68 + 64),
+        # 64-key blocks, D = 128: on sm_90 the default next_n = 2 launch takes its key tiles through TMA
+        case("paged_mqa_logits/next_n2_block64", 2, False, dim=128, block=64, mml=200),
     ]

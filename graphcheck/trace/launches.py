@@ -104,6 +104,13 @@ def _plain(value: Any) -> Any:
     return repr(value)
 
 
+def _is_tensor_descriptor(value: Any) -> bool:
+    """A host tensor descriptor: a base tensor with a shape, strides and a block (box) shape."""
+    base = getattr(value, "base", None)
+    return (hasattr(value, "block_shape") and hasattr(value, "strides") and hasattr(value, "shape")
+            and callable(getattr(base, "data_ptr", None)))
+
+
 class _Params:
     """What ``describe`` needs of a kernel function's signature, worked out once per function."""
 
@@ -156,6 +163,12 @@ def describe(fn: Any, args: tuple, kwargs: dict, grid: Any) -> dict[str, Any]:
     for name, value in meta.items():
         if hasattr(value, "data_ptr") and callable(value.data_ptr):
             tensors[name] = value
+        elif _is_tensor_descriptor(value):
+            # a host TMA descriptor (triton.tools.tensor_descriptor.TensorDescriptor): its base is a pointer
+            # argument like a tensor; its geometry (shape, strides, box) is what the launch bakes in
+            tensors[name] = value.base
+            scalars[name] = ("tensor descriptor", _plain(list(value.shape)), _plain(list(value.strides)),
+                             _plain(list(value.block_shape)))
         elif constexpr[name]:
             constexprs[name] = _plain(value)
         else:

@@ -269,20 +269,21 @@ def test_head_dot_is_off_by_default_and_refuses_what_it_cannot_hold():
 # PagedConfig.tma (run kernels-s5-1): the key tile (and with TMA_KEYS_SCALES the scales) of each block comes
 # through a host tensor descriptor instead of per-thread pointers. Same bytes into the same dot: the output
 # must equal the pointer launch's bit for bit, garbage table entries read as block 0 and scored -inf.
-# (name, batch, next_n, heads, block, mml, lengths, rows, split_rows, splits, lens_2d, block_stride)
+# The copy engine feeds a 64-row wgmma, so the cases have blocks of 64 keys (tma_fits refuses fewer: run s5-2).
+# (name, batch, next_n, heads, dim, block, mml, lengths, rows, split_rows, splits, lens_2d, block_stride)
 TMA = [
-    ("n2_rows2_split", 3, 2, 16, 16, 100, [1, 47, 100], 2, True, 2, False, None),
-    ("n2_rows2_split_2d_strided", 3, 2, 16, 16, 100, [0, 47, 99], 2, True, 3, True, 16 * 68 + 64),
-    ("n1_rows1", 5, 1, 16, 16, 70, [3, 0, 70, 33, 16], 1, False, 2, False, None),
-    ("n3_rows4_one_dot", 2, 3, 16, 32, 90, [3, 70], 4, False, 1, False, None),
+    ("n2_rows2_split", 3, 2, 16, 64, 64, 200, [1, 100, 200], 2, True, 2, False, None),
+    ("n2_rows2_split_d128_2d_strided", 3, 2, 64, 128, 64, 200, [0, 130, 199], 2, True, 2, True, 64 * 132 + 128),
+    ("n1_rows1", 4, 1, 16, 64, 64, 150, [3, 0, 150, 70], 1, False, 2, False, None),
+    ("n3_rows4_one_dot", 2, 3, 16, 64, 64, 150, [3, 140], 4, False, 1, False, None),
 ]
 
 
 @pytest.mark.parametrize("clean", [True, False])
 @pytest.mark.parametrize("case", TMA, ids=[c[0] for c in TMA])
 def test_tma_key_tiles_give_the_pointer_launchs_bits(case, clean):
-    _, batch, next_n, heads, bs, mml, lengths, rows, split_rows, splits, lens_2d, stride = case
-    inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, 64, bs, mml, torch.tensor(lengths), seed=13,
+    _, batch, next_n, heads, dim, bs, mml, lengths, rows, split_rows, splits, lens_2d, stride = case
+    inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, dim, bs, mml, torch.tensor(lengths), seed=13,
                                           device=DEVICE, lens_2d=lens_2d, block_stride=stride)
     bt = inputs["block_tables"]
     for b, length in enumerate(lengths):  # entries past each sequence: garbage, never read
@@ -307,9 +308,9 @@ def test_tma_key_tiles_give_the_pointer_launchs_bits(case, clean):
 
 
 def test_tma_with_the_head_dot_matches_the_oracle():
-    inputs = paged_mqa_logits.make_inputs(3, 2, 16, 64, 16, 100, torch.tensor([1, 47, 100]), seed=17, device=DEVICE)
+    inputs = paged_mqa_logits.make_inputs(3, 2, 16, 64, 64, 200, torch.tensor([1, 100, 200]), seed=17, device=DEVICE)
     exp = mqa_check.paged_expected(inputs)
-    out = torch.full((6, 100), float("nan"), device=DEVICE)
+    out = torch.full((6, 200), float("nan"), device=DEVICE)
     fp8_paged_mqa_logits(**inputs, out=out, config=PagedConfig(rows=2, splits=2, split_rows=True, fill_n=16,
                                                               head_dot=paged_mqa_logits.HEAD_DOT_BF16,
                                                               tma=paged_mqa_logits.TMA_KEYS_SCALES))
@@ -327,22 +328,25 @@ def test_tma_is_the_next_n_2_default_on_sm90_only(monkeypatch):
 
 def test_a_default_tma_launch_falls_back_where_the_cache_does_not_fit(monkeypatch):
     monkeypatch.setattr(paged_mqa_logits, "_tma_default", lambda device: True)
-    for stride in (None, 16 * 68 + 4):  # fits; a block stride that is not a multiple of D = 64
-        inputs = paged_mqa_logits.make_inputs(2, 2, 16, 64, 16, 64, torch.tensor([10, 64]), seed=1, device=DEVICE,
+    # fits; a block stride that is not a multiple of D = 64; blocks of 16 keys
+    for bs, stride in ((64, None), (64, 64 * 68 + 4), (16, None)):
+        inputs = paged_mqa_logits.make_inputs(2, 2, 16, 64, bs, 128, torch.tensor([10, 128]), seed=1, device=DEVICE,
                                               block_stride=stride)
-        assert paged_mqa_logits.tma_fits(inputs["kv_cache"], 64) == (stride is None)
+        assert paged_mqa_logits.tma_fits(inputs["kv_cache"], 64) == (bs == 64 and stride is None)
         mqa_check.check(fp8_paged_mqa_logits(**inputs), mqa_check.paged_expected(inputs))
 
 
 def test_tma_refuses_what_it_cannot_hold():
-    inputs = paged_mqa_logits.make_inputs(2, 2, 16, 64, 16, 64, torch.tensor([10, 64]), seed=1, device=DEVICE)
+    inputs = paged_mqa_logits.make_inputs(2, 2, 16, 64, 64, 128, torch.tensor([10, 128]), seed=1, device=DEVICE)
     for cfg in (PagedConfig(rows=2, splits=1, split_rows=True, tma=3),
                 PagedConfig(rows=2, splits=1, split_rows=True, pair_blocks=True, tma=1),
                 PagedConfig(rows=2, splits=1, split_rows=True, persistent=2, tma=1)):
         with pytest.raises(ValueError, match="tma"):
             fp8_paged_mqa_logits(**inputs, config=cfg)
-    # a block stride that is not a multiple of D (16·68 + 4 bytes) cannot be cut into rows of D bytes
-    odd = paged_mqa_logits.make_inputs(2, 2, 16, 64, 16, 64, torch.tensor([10, 64]), seed=1, device=DEVICE,
-                                       block_stride=16 * 68 + 4)
-    with pytest.raises(ValueError, match="tma needs"):
-        fp8_paged_mqa_logits(**odd, config=PagedConfig(rows=2, splits=1, split_rows=True, tma=1))
+    # a block stride that is not a multiple of D (64·68 + 4 bytes) cannot be cut into rows of D bytes; blocks of
+    # 16 keys would feed an mma.sync from the copy engine's buffer (faulted on the H200, run s5-2)
+    for bs, stride in ((64, 64 * 68 + 4), (16, None)):
+        odd = paged_mqa_logits.make_inputs(2, 2, 16, 64, bs, 64, torch.tensor([10, 64]), seed=1, device=DEVICE,
+                                           block_stride=stride)
+        with pytest.raises(ValueError, match="tma needs"):
+            fp8_paged_mqa_logits(**odd, config=PagedConfig(rows=2, splits=1, split_rows=True, tma=1))

@@ -53,3 +53,23 @@ def test_describe_splits_tensors_constexprs_and_scalars():
     plan = launches.describe(kernel, (x, 7), {"BLOCK": 16, "num_warps": 4}, lambda meta: (meta["BLOCK"] // 8,))
     assert list(plan["tensors"]) == ["a"] and plan["scalars"] == {"b": 7, "c": 3}
     assert plan["constexprs"] == {"BLOCK": 16} and plan["grid"] == (2,)
+
+
+def test_a_tensor_descriptor_is_a_pointer_and_its_geometry_not_its_values():
+    # a host TMA descriptor (triton.tools.tensor_descriptor.TensorDescriptor) binds its base like a tensor and
+    # reports only its shape, strides and box as the launch's scalar: inputs with other values, same geometry,
+    # describe alike (no GC402 from the tensor's repr, which printed its values)
+    torch = pytest.importorskip("torch")
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    plans = []
+    for seed in (0, 1):
+        x = torch.randn(8, 16, generator=torch.Generator().manual_seed(seed))
+        plans.append(launches.describe(kernel, (TensorDescriptor(x, [8, 16], [16, 1], [4, 16]), 7), {}, (1,)))
+        assert plans[-1]["tensors"]["a"] is x
+    assert plans[0]["scalars"] == plans[1]["scalars"] == {"a": ("tensor descriptor", (8, 16), (16, 1), (4, 16)),
+                                                          "b": 7, "c": 3}
+    # another geometry is another scalar (a launch that bakes in a changing box still differs)
+    x = torch.randn(8, 16)
+    other = launches.describe(kernel, (TensorDescriptor(x, [8, 16], [16, 1], [2, 16]), 7), {}, (1,))
+    assert other["scalars"]["a"] != plans[0]["scalars"]["a"]
