@@ -2,9 +2,10 @@
 
 Decode (``fp8_paged_mqa_logits``) on every shape of ``bench_mqa_logits.py``:
 the shipped configuration (timed first and last) and candidates selected by
-``PagedConfig`` (now: key tiles through TMA, ``tma``, alone and with the head
-dot, for next_n = 1 and 2; earlier runs: the head-weighted sum as a second dot,
-the persistent grid, register caps, eight warps, six stages, 8-32 programs per SM). Each candidate is checked against the float64
+``PagedConfig`` (now: main's launch without TMA against key tiles through TMA,
+``tma``, the next_n = 2 default since run s5-3; earlier runs: TMA for keys and
+scales, the head-weighted sum as a second dot, the persistent grid, register
+caps, eight warps, six stages, 8-32 programs per SM). Each candidate is checked against the float64
 oracle of ``tests/kernels/mqa_check.py`` on every shape and against the shipped
 kernel's output (same -inf mask; values to fp32 rounding, except ``head_dot``
 variants, which round to bf16 and are held to the oracle's tolerance), outputs
