@@ -11,6 +11,9 @@ natively with CUDA).
   tensor-core dot with relu(S) rounded to bf16: within the GPU tolerance of the float64 oracle (also
   under the interpreter), the same written positions and -inf mask as the shipped reduction, off by
   default, refused where it cannot run.
+- ``PagedConfig(tma=1 | 2)`` (key tiles, and with 2 the scales, through TMA host descriptors; run kernels-s5-1,
+  the next_n = 2 default on sm_90 since run kernels-s5-3): the pointer launch's bits, only for blocks of 64 or
+  128 keys, a fallback for default launches on caches it cannot cut into boxes, refused for explicit ones.
 - merge_attn_states with ``num_heads`` compiled in (``HEADS``, token-major launches): the same
   bits as the runtime divide for head counts that are and are not powers of two; head-major
   launches and ``const_heads=False`` keep the runtime value.
