@@ -44,7 +44,8 @@ import common  # noqa: E402
 DECODE = dict(shapes=[(b, n, avg) for b in (64, 128) for n in (1, 2) for avg in (8192, 32768)]
               + [(b, n, 8192, 16384) for b in (64, 128) for n in (1, 2)] + [(64, 2, 32768, 65536)],
               heads=64, dim=128, block=64, max_model_len=111000, oracle="all")
-SMOKE_DECODE = dict(shapes=[(2, 1, 40), (2, 2, 60)], heads=16, dim=64, block=16, max_model_len=200,
+# 64-key blocks: the TMA variants need them (tma_fits)
+SMOKE_DECODE = dict(shapes=[(2, 1, 100), (2, 2, 150)], heads=16, dim=64, block=64, max_model_len=300,
                     oracle="all")
 MERGE = dict(sizes=(256, 4096, 65536), heads=32, dim=128)
 SMOKE_MERGE = dict(sizes=(6, 40), heads=4, dim=64)

@@ -25,12 +25,12 @@ def test_sweep_smoke_checks_and_times_every_variant(tmp_path):
         assert not row.get("error"), row
         assert str(row.get("oracle", "")).startswith("ok"), row
         assert isinstance(row.get("us"), float) and row["us"] > 0, row
-    # next_n = 2 and 1: the shipped launch (timed twice) and run s4-4's head-dot variants; merge: the
-    # shipped launch, timed twice
-    names = {r["variant"] for r in rows if r["kernel"] == "paged" and r["shape"] == "B=2 n=2 ctx=60"}
-    assert names == {"shipped", "head-dot bf16", "head-dot bf16w2", "head-dot bf16 4 stages", "head-dot bf16 8/SM",
-                     "head-dot bf16 32/SM", "one dot r2 head-dot bf16", "shipped (again)"}
-    names = {r["variant"] for r in rows if r["kernel"] == "paged" and r["shape"] == "B=2 n=1 ctx=40"}
-    assert names == {"shipped", "head-dot bf16", "split r1 head-dot bf16", "head-dot bf16w2", "shipped (again)"}
+    # next_n = 2 and 1: main's launch without TMA (timed twice) and run s5-3's TMA variants; merge: the shipped
+    # launch, timed twice
+    names = {r["variant"] for r in rows if r["kernel"] == "paged" and r["shape"] == "B=2 n=2 ctx=150"}
+    assert names == {"shipped", "tma keys", "tma keys 6 stages", "tma keys 24/SM", "tma keys (again)",
+                     "shipped (again)"}
+    names = {r["variant"] for r in rows if r["kernel"] == "paged" and r["shape"] == "B=2 n=1 ctx=100"}
+    assert names == {"shipped", "tma keys", "shipped (again)"}
     names = {r["variant"] for r in rows if r["kernel"] == "merge"}
     assert names == {"shipped pdl", "shipped pdl (again)"}
