@@ -24,7 +24,7 @@ import ast
 from collections.abc import Sequence
 from typing import Any
 
-from graphcheck.lint.coldpaths import PREFILL_BRANCH
+from graphcheck.lint.coldpaths import BRANCH_KINDS
 
 # calls and methods whose result is a Python number
 _NUMBER_FUNCS = {"len", "int", "float", "round", "abs", "bool"}
@@ -313,8 +313,8 @@ def cold_table(index: Any) -> dict[str, list[str]]:
         if dotted in warm:
             continue
         if dotted in cold_only:
-            caller, why = cold_only[dotted]
-            out[dotted] = [f"runs only through `{index.funcs[caller][1]}`'s call {why}", PREFILL_BRANCH]
+            caller, why, kind = cold_only[dotted]
+            out[dotted] = [f"runs only through `{index.funcs[caller][1]}`'s call {why}", kind]
             continue
         chain = index.chain(dotted)
         for caller, callee in zip(chain, chain[1:]):
@@ -332,26 +332,26 @@ def cold_table(index: Any) -> dict[str, list[str]]:
 _LAUNCH_REASONS = ("launches ", "calls extension op", "compiles ")
 
 
-def _cold_only_roots(index: Any) -> dict[str, tuple[str, str]]:
-    """Kernel-wrapper roots that the tree calls, every call from a prefill branch -> (a caller, why). A wrapper
+def _cold_only_roots(index: Any) -> dict[str, tuple[str, str, str]]:
+    """Kernel-wrapper roots that the tree calls, every call from a prefill, non-CUDA platform or timing branch
+    -> (a caller, why, the kind of branch). A wrapper
     nothing in the tree calls is not here: outside callers may capture it."""
     roots = {d for d, (reason, _guess) in index.roots.items()
              if d not in index.forced and str(reason).startswith(_LAUNCH_REASONS)}
     if not roots:
         return {}
     edges = index.call_edges()
-    out: dict[str, tuple[str, str]] = {}
+    out: dict[str, tuple[str, str, str]] = {}
     for target in roots:
         first_cold = None
         for caller, callee, _how in edges.get(target, ()):
             if caller == target:
                 continue
             cold = {c: (why, kind) for c, why, kind in index.funcs[caller][2].get("cold", ())}.get(callee)
-            if cold is None or cold[1] != PREFILL_BRANCH:
+            if cold is None or cold[1] not in BRANCH_KINDS:
                 break  # a warm call, or one on a cache miss
-            why = cold[0]
             if first_cold is None:
-                first_cold = (caller, why)
+                first_cold = (caller, cold[0], cold[1])
         else:
             if first_cold is not None:
                 out[target] = first_cold

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from collections.abc import Sequence
 
 FIRST_USE = "once per key (first use, normally a warm-up before capture)"
@@ -106,23 +107,97 @@ def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence
 
 OPT_IN = "when the caller passes `{name}` (an opt-in flag, default False)"
 PREFILL = "a prefill branch (engines capture decode; prefill runs eagerly)"
+PLATFORM = "a branch for a non-CUDA platform (`{word}`), which CUDA graphs never run on"
+TIMING = "a kernel-timing/profiling branch, which engines do not capture"
+PLATFORM_BRANCH = "platform branch"
+TIMING_BRANCH = "timing branch"
+# the kinds of branch whose callees are reached only through that branch (``callers.cold_table``)
+BRANCH_KINDS = (PREFILL_BRANCH, PLATFORM_BRANCH, TIMING_BRANCH)
+
+# accelerators CUDA graphs never run on, as a platform test spells them (`IS_NPU`, `is_xpu()`, `device.type ==
+# "npu"`); NVIDIA and HIP/ROCm are not here (torch.cuda.graph works on ROCm)
+NON_CUDA_PLATFORMS = frozenset({"npu", "xpu", "mlu", "musa", "hpu", "tpu", "ascend", "cpu", "mps", "neuron",
+                                "gaudi", "cambricon", "habana", "xla"})
+_CUDA_WORDS = frozenset({"cuda", "hip", "rocm", "nvidia", "gpu", "amd", "cudagraph", "graph"})
+# words around a platform in a platform test: `is_npu`, `IS_NPU_AVAILABLE`, `use_xpu`, `on_tpu_platform`
+_PLATFORM_LEAD = frozenset({"is", "use", "using", "on", "has", "run", "running", "with", "enable", "enabled", "if"})
+_PLATFORM_TAIL = frozenset({"available", "enabled", "platform", "device", "backend", "only", "mode", "env",
+                            "detected", "found", "supported"})
+# names of a device/platform value compared with a platform string: `device.type == "npu"`
+_DEVICE_WORDS = frozenset({"device", "type", "platform", "backend", "accelerator"})
+# flags true only when timing or profiling kernels: `if timing:`, `if args.benchmark:`, `if self.profiler:`
+_TIMING_WORDS = frozenset({"timing", "timed", "timer", "profile", "profiling", "profiler", "benchmark",
+                           "benchmarking", "bench"})
+_TIMING_LEAD = frozenset({"is", "do", "use", "enable", "enabled", "with", "should", "run", "kernel", "cuda"})
+
+
+def name_words(name: str) -> list[str]:
+    """``IS_NPU`` -> ``["is", "npu"]``, ``isXpuAvailable`` -> ``["is", "xpu", "available"]``."""
+    spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", spaced)
+    return [w.lower() for w in re.split(r"[_\-.]+", spaced) if w]
+
+
+def platform_word(name: str) -> str | None:
+    """The non-CUDA platform a predicate name tests (``is_npu``, ``IS_NPU_AVAILABLE``, ``use_xpu``), or None.
+    Only a name that is the platform with predicate words around it counts: ``cpu_offload`` is not one."""
+    words = name_words(name)
+    while words and words[0] in _PLATFORM_LEAD:
+        words = words[1:]
+    while words and words[-1] in _PLATFORM_TAIL:
+        words = words[:-1]
+    return words[0] if len(words) == 1 and words[0] in NON_CUDA_PLATFORMS else None
+
+
+def timing_name(name: str) -> bool:
+    """Whether a flag name says kernel timing or profiling: ``timing``, ``profile``, ``args.benchmark``,
+    ``do_bench``, ``time_kernel`` (``time`` followed by a word)."""
+    words = name_words(name)
+    if not words or any(w in _CUDA_WORDS - {"cuda"} for w in words):
+        return False
+    if any(w in _TIMING_WORDS for w in words):
+        return True
+    while words and words[0] in _TIMING_LEAD:
+        words = words[1:]
+    return len(words) > 1 and words[0] == "time"
+
+
+def branch_ranges(nodes: Sequence[ast.AST], prefill: bool = True, roles: bool = True) -> list[Cold]:
+    """Blocks of a function (its nodes ``nodes``) that run only for prefill (a test naming a prefill flag and
+    nothing about decode), on a non-CUDA platform (``if IS_NPU:``, ``if current_platform.is_xpu():``, ``if
+    device.type == "npu":``, the ``else`` of ``if not is_npu():``) or when timing kernels (``if timing:``).
+    ``prefill``/``roles`` say which kinds the module can hold at all (a module that never spells them)."""
+    out = []
+    for node in nodes:
+        if not isinstance(node, ast.If):
+            continue
+        on_true = _prefill_test(node.test) if prefill else None
+        if on_true is not None:
+            block = node.body if on_true else node.orelse
+            if block:
+                why = f"under `if {_text(node.test)}:` (line {node.lineno}), {PREFILL}"
+                out.append(Cold(block[0].lineno, _last_line(block), why, kind=PREFILL_BRANCH))
+            continue
+        if not roles:
+            continue
+        for test, text, kind in ((_platform_test, PLATFORM, PLATFORM_BRANCH), (_timing_test, TIMING, TIMING_BRANCH)):
+            hit = _role_test(node.test, test)
+            if hit is None:
+                continue
+            on_true, word = hit
+            block = node.body if on_true else node.orelse
+            if block:
+                where = "under" if on_true else "in the `else` of"
+                why = f"{where} `if {_text(node.test)}:` (line {node.lineno}), {text.format(word=word)}"
+                out.append(Cold(block[0].lineno, _last_line(block), why, kind=kind))
+            break
+    return out
 
 
 def prefill_ranges(nodes: Sequence[ast.AST]) -> list[Cold]:
     """Blocks of a function (its nodes ``nodes``) that run only for prefill: under a test naming a prefill
     flag and nothing about decode."""
-    out = []
-    for node in nodes:
-        if not isinstance(node, ast.If):
-            continue
-        on_true = _prefill_test(node.test)
-        if on_true is None:
-            continue
-        block = node.body if on_true else node.orelse
-        if block:
-            why = f"under `if {_text(node.test)}:` (line {node.lineno}), {PREFILL}"
-            out.append(Cold(block[0].lineno, _last_line(block), why, kind=PREFILL_BRANCH))
-    return out
+    return branch_ranges(nodes, prefill=True, roles=False)
 
 
 def _prefill_test(test: ast.AST) -> bool | None:
@@ -168,6 +243,68 @@ def _prefill_name(node: ast.AST) -> bool:
     """A name or attribute whose last part says prefill (``has_prefill``, ``num_prefills``, ``is_prefill``)."""
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
     return "prefill" in name.lower()
+
+
+def _role_test(test: ast.AST, simple) -> tuple[bool, str] | None:
+    """(whether the branch taken in the role is the true one, the word that says the role) for a test
+    ``simple`` recognises, its ``not``, an ``and`` holding one (true arm only) or an ``or`` of them only."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    if isinstance(test, ast.BoolOp):
+        if negated:
+            return None
+        hits = [_role_test(v, simple) for v in test.values]
+        if isinstance(test.op, ast.And):
+            found = next((h for h in hits if h is not None and h[0]), None)
+        else:
+            found = hits[0] if all(h is not None and h[0] for h in hits) else None
+        return (True, found[1]) if found is not None else None
+    word = simple(test)
+    if word is None:
+        return None
+    on_true, said = word
+    return on_true != negated, said
+
+
+def _platform_test(test: ast.AST) -> tuple[bool, str] | None:
+    """``IS_NPU``, ``is_npu()``, ``current_platform.is_xpu()``, ``x.is_cpu``: (True, platform);
+    ``device.type == "npu"`` / ``!= "npu"`` / ``in ("npu", "xpu")``: (whether equal, platform)."""
+    if isinstance(test, ast.Call) and not test.args and not test.keywords:
+        test = test.func
+    if isinstance(test, (ast.Name, ast.Attribute)):
+        word = platform_word(test.id if isinstance(test, ast.Name) else test.attr)
+        return (True, word) if word is not None else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(left, ast.Constant) and isinstance(op, (ast.Eq, ast.NotEq)):
+            left, right = right, left
+        names = [n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(left)
+                 if isinstance(n, (ast.Name, ast.Attribute))]
+        if not any(set(name_words(n)) & _DEVICE_WORDS for n in names):
+            return None
+        values = (right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and isinstance(op, (ast.In, ast.NotIn))
+                  else [right] if isinstance(op, (ast.Eq, ast.NotEq)) else [])
+        words = [v.value.lower().partition(":")[0] for v in values
+                 if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+        if not words or len(words) != len(values) or not all(w in NON_CUDA_PLATFORMS for w in words):
+            return None
+        return isinstance(op, (ast.Eq, ast.In)), words[0]
+    return None
+
+
+def _timing_test(test: ast.AST) -> tuple[bool, str] | None:
+    """``timing``, ``args.benchmark``, ``self.profiler is not None``, ``do_bench()``: (True, the flag)."""
+    if isinstance(test, ast.Call) and not test.args and not test.keywords:
+        test = test.func
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant) \
+            and test.comparators[0].value is None and isinstance(test.ops[0], (ast.Is, ast.IsNot)):
+        hit = _timing_test(test.left)
+        return (isinstance(test.ops[0], ast.IsNot), hit[1]) if hit is not None else None
+    if isinstance(test, (ast.Name, ast.Attribute)):
+        name = test.id if isinstance(test, ast.Name) else test.attr
+        return (True, name) if timing_name(name) else None
+    return None
 
 
 def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST]) -> list[Cold]:

@@ -37,14 +37,14 @@ from graphcheck.config import (
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint import callers, capture_sites
 from graphcheck.lint.closures import ModuleFacts
-from graphcheck.lint.coldpaths import CACHE_MISS, OPT_IN, OPTIONAL_ARGUMENT, PREFILL_BRANCH
+from graphcheck.lint.coldpaths import BRANCH_KINDS, CACHE_MISS, OPT_IN, OPTIONAL_ARGUMENT
 from graphcheck.lint.files import glob_regex
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, RANDOM_FACTORIES, is_builtin, is_cpu_device
 
 _TEXT_LIMIT = 60
 # evidence "path" of findings on paths capture does not run
-_COLD_KINDS = (CACHE_MISS, OPTIONAL_ARGUMENT, PREFILL_BRANCH)
+_COLD_KINDS = (CACHE_MISS, OPTIONAL_ARGUMENT, *BRANCH_KINDS)
 # a reach reason that names a capture site (the kernel's first call may be inside the capture)
 _CAPTURE_SITE = re.compile(r"torch\.cuda\.graph|capture_begin|make_graphed_callables|recorded")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")

@@ -45,6 +45,11 @@ _LIBRARY_CTORS = {"torch.library.Library"}
 _HOST_ONLY_KEYS = {"meta", "cpu", "fake", "abstractimpl"}
 
 
+# words a platform or timing test spells (graphcheck.lint.coldpaths.branch_ranges): a module without any has none
+_ROLE_WORDS = re.compile(r"npu|xpu|mlu|musa|hpu|tpu|ascend|cpu|mps|neuron|gaudi|cambricon|habana|xla|tim(?:e|ing)|"
+                         r"profil|bench")
+
+
 @dataclasses.dataclass
 class KernelInfo:
     name: str
@@ -170,7 +175,10 @@ class ModuleIndex:
             self._classify_decorators(info)
         self.mentions_triton = "triton" in source
         # a prefill branch is a test naming a prefill flag: a module that never spells it has none
-        self.mentions_prefill = "prefill" in source.lower()
+        low = source.lower()
+        self.mentions_prefill = "prefill" in low
+        # platform and timing branches test a flag that spells a non-CUDA platform or timing/profiling
+        self.mentions_roles = _ROLE_WORDS.search(low) is not None
         self._lines: list[str] | None = None
         self._returns_host: dict[str, bool] = {}
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from graphcheck.lint import capture_sites
 from graphcheck.lint.callers import ArgCoder
-from graphcheck.lint.coldpaths import first_use_ranges, prefill_ranges
+from graphcheck.lint.coldpaths import branch_ranges, first_use_ranges
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, generic_instantiation
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -181,8 +181,8 @@ class _Summarizer:
             capture.append([f"{site} on line {region.line}", region.line, region.end, targets])
         args: list[list[Any]] = []
         cold_ranges = first_use_ranges(info.node, info.own_nodes())
-        if self.index.mentions_prefill:
-            cold_ranges += prefill_ranges(info.own_nodes())
+        if self.index.mentions_prefill or self.index.mentions_roles:
+            cold_ranges += branch_ranges(info.own_nodes(), self.index.mentions_prefill, self.index.mentions_roles)
         cold: dict[str, tuple[str, str]] = {}  # callee -> (why, kind) of its first cold call
         warm: set[str] = set()
         for node in info.own_nodes():

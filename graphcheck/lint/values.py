@@ -32,7 +32,7 @@ from typing import cast
 
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.aliases import Aliases
-from graphcheck.lint.coldpaths import Cold, first_use_ranges, optional_ranges, prefill_ranges
+from graphcheck.lint.coldpaths import Cold, branch_ranges, first_use_ranges, optional_ranges
 from graphcheck.lint.files import glob_regex
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, child_nodes
 
@@ -172,7 +172,8 @@ class FunctionFacts:
         # lines that run once per key (cached work) or only when an optional argument is omitted
         self.first_use = first_use_ranges(info.node, nodes)
         self.optional = optional_ranges(info.node, nodes)
-        self.prefill = prefill_ranges(nodes) if index.mentions_prefill else []
+        self.prefill = (branch_ranges(nodes, index.mentions_prefill, index.mentions_roles)
+                        if index.mentions_prefill or index.mentions_roles else [])
         called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
         for node in nodes:
             if isinstance(node, ast.Attribute) and node.attr in TENSOR_HINT_ATTRS and isinstance(node.value, ast.Name):
@@ -393,7 +394,7 @@ class FunctionFacts:
         return _innermost(self.first_use, line, col)
 
     def prefill_at(self, line: int, col: int = 0) -> Cold | None:
-        """The innermost prefill branch holding ``line``/``col``, or None."""
+        """The innermost prefill, non-CUDA platform or timing branch holding ``line``/``col``, or None."""
         return _innermost(self.prefill, line, col)
 
     def optional_at(self, line: int, col: int = 0) -> Cold | None:
