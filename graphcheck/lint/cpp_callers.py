@@ -37,10 +37,14 @@ from pathlib import Path
 
 from graphcheck.findings import Finding, Severity
 
-_CACHE_FILE = "cpp-callers-v2.json"
+_CACHE_FILE = "cpp-callers-v3.json"
 _DEPTH = 3  # how many levels of callers are followed before a caller is assumed live
 _BUDGET = 256  # names looked up per run at most (each a pass over the files); past it, callers are assumed live
 _LIVE = "<live>"
+_TIMING = "<timing>"  # first element of a verdict: the function is kernel-timing code or only such code calls it
+# words of a C++ function name that say it times or profiles kernels (`timing_loop_flush_cache_impl`)
+_TIMING_WORDS = frozenset({"timing", "timer", "profile", "profiling", "profiler", "benchmark", "benchmarking",
+                           "bench"})
 _OP = "op:"  # a referrer that is an op name a binding gives; Python code names it
 _PY = "py:"  # a referrer that is a private Python function; its own callers make it live
 # words before `name(` that make it a call, not a declaration
@@ -67,6 +71,18 @@ class _CppFile:
         self.text, _ = cpp_rules.blank(source)
         self.regions = cpp_rules.function_regions(self.text)
         self.loc = cpp_rules._Locator(self.text, self.regions)
+        self._branches: tuple[dict[int, int], list[int]] | None = None
+        # name -> {referring function: whether every reference it makes sits in a timing branch}
+        self.timed: dict[str, dict[str, bool]] = {}
+
+    def _in_timing_branch(self, pos: int, floor: int) -> bool:
+        from graphcheck.lint import cpp_rules
+
+        if self._branches is None:
+            pairs = cpp_rules._bracket_pairs(self.text)
+            self._branches = (pairs, sorted(k for k, v in pairs.items() if k < v and self.text[k] == "{"))
+        pairs, opens = self._branches
+        return cpp_rules.timing_branch(self.text, pos, pairs, opens, floor) is not None
 
     def referrers(self, name: str) -> set[str]:
         """Names of the functions that reference ``name`` here; ``_LIVE`` for a reference at file scope or in a
@@ -91,6 +107,8 @@ class _CppFile:
                 out.add(_OP + op if op else _LIVE)
             else:
                 out.add(region.name)
+                timed = self.timed.setdefault(name, {})
+                timed[region.name] = timed.get(region.name, True) and self._in_timing_branch(p, region.start)
         return out
 
     def _bound_op(self, at: int) -> str | None:
@@ -182,6 +200,7 @@ class CallerIndex:
         self._data: list[bytes] | None = None
         self._cpp: dict[int, _CppFile | None] = {}
         self._referrers: dict[str, set[str]] = {}
+        self._timed: dict[str, dict[str, bool]] = {}  # name -> {caller: every reference in a timing branch}
         self._py_trees: dict[int, ast.Module | None] = {}
 
     def _index(self) -> list[bytes]:
@@ -239,6 +258,9 @@ class CallerIndex:
                     out.add(_LIVE)
                     break
                 out |= cpp.referrers(name)
+                timed = self._timed.setdefault(name, {})
+                for caller, all_timed in cpp.timed.get(name, {}).items():
+                    timed[caller] = timed.get(caller, True) and all_timed
                 if _LIVE in out:
                     break
             self._referrers[name] = out
@@ -311,6 +333,37 @@ class CallerIndex:
         return callers
 
 
+    def timing_only(self, name: str, depth: int | None = None,
+                    visiting: frozenset[str] = frozenset()) -> list[str] | None:
+        """The callers of ``name`` when every one of them is kernel-timing code (a function whose name says
+        timing or profiling, a call under ``if (s.time_kernel_)``, or a function only such code calls, followed
+        ``follow`` levels), else None."""
+        if depth is None:
+            depth = self.follow
+        refs = self.referrers(name)
+        if _LIVE in refs:
+            return None
+        callers = sorted(refs - visiting - {name})
+        if not callers:
+            return None
+        timed = self._timed.get(name, {})
+        for caller in callers:
+            if caller.startswith((_OP, _PY)):
+                return None
+            if timing_function(caller) or timed.get(caller):
+                continue
+            if depth <= 0 or self.timing_only(caller, depth - 1, visiting | {name}) is None:
+                return None
+        return callers
+
+
+def timing_function(name: str) -> bool:
+    """Whether a C++ function's name says it times or profiles kernels (``timing_loop_impl``, ``run_profiler``)."""
+    from graphcheck.lint.cpp_rules import _name_words
+
+    return bool(_name_words(name) & _TIMING_WORDS)
+
+
 def _shown(caller: str) -> str:
     return caller.split(":", 1)[1] if caller.startswith((_OP, _PY)) else caller
 
@@ -362,6 +415,16 @@ def _save(cache_dir: Path | None, key: str, verdicts: dict[str, list[str] | None
 
 def _demoted(f: Finding, callers: list[str]) -> Finding:
     name = f.function
+    if callers and callers[0] == _TIMING:
+        timers = callers[1:]
+        if not timers:
+            why = f"`{name}` is kernel-timing code by its name, which engines do not capture"
+        else:
+            why = (f"`{name}` is only called from kernel-timing code (a function named for timing, a call under a "
+                   "timing flag, or a function only such code calls), which engines do not capture: "
+                   + ", ".join(f"`{_shown(c)}`" for c in timers[:3]) + (", ..." if len(timers) > 3 else ""))
+        return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
+                                   evidence={**f.evidence, "callers": timers, "caller_check": "timing"})
     if callers:
         why = (f"no caller was found in the linted tree: `{name}` is only called from "
                + ", ".join(f"`{_shown(c)}`" for c in callers[:3]) + (", ..." if len(callers) > 3 else "")
@@ -385,7 +448,13 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
     verdicts = _load(cache_dir, key)
     if verdicts is None or set(verdicts) != set(names):
         index = CallerIndex(files)
-        verdicts = {name: index.uncalled(name) for name in names}
+        verdicts = {}
+        for name in names:
+            verdict = [_TIMING] if timing_function(name) else index.uncalled(name)
+            if verdict is None:
+                timers = index.timing_only(name)
+                verdict = None if timers is None else [_TIMING, *timers]
+            verdicts[name] = verdict
         _save(cache_dir, key, verdicts)
     out: dict[str, list[Finding]] = {}
     for path, found in raw.items():

@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import bisect
 import re
+import dataclasses
 from dataclasses import dataclass
 
 from graphcheck import rules
-from graphcheck.findings import Finding
+from graphcheck.findings import Finding, Severity
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RAW_PREFIX = re.compile(r'(?:u8|u|U|L)?R"([^()\\\s]{0,16})\(')
@@ -716,6 +717,49 @@ def in_non_capture_branch(text: str, pos: int, pairs: dict[int, int], opens: lis
     return False
 
 
+_NEGATED_IDENT = re.compile(r"if\s*\(\s*!\s*([A-Za-z_][\w.>:-]*)\s*\)\s*\{")
+
+
+def _timing_flag(cond: str) -> str | None:
+    """The flag of a timing test, ``s.time_kernel_``, ``timing``, ``cfg.benchmark``, or None: a condition that
+    is one member chain (no ``!``) whose last name says kernel timing or profiling
+    (``graphcheck.lint.coldpaths.timing_name``)."""
+    from graphcheck.lint.coldpaths import timing_name
+
+    m = re.fullmatch(r"\s*([A-Za-z_][\w.>:-]*?)\s*(?:\(\s*\))?\s*", cond)
+    if m is None:
+        return None
+    last = re.split(r"\.|->|::", m.group(1))[-1]
+    return m.group(1) if last and timing_name(last) else None
+
+
+def timing_branch(text: str, pos: int, pairs: dict[int, int], opens: list[int], floor: int = 0) -> str | None:
+    """The timing flag when ``pos`` runs only while kernels are timed: inside ``if (s.time_kernel_) { ... }``, or
+    after ``if (!s.time_kernel_) { ...; return ...; }`` in the same function (which starts at ``floor``)."""
+    idx = bisect.bisect_left(opens, pos) - 1
+    steps = 0
+    while idx >= 0 and steps < 64:
+        b = opens[idx]
+        idx -= 1
+        steps += 1
+        if b < floor:
+            break
+        if pairs.get(b, len(text)) < pos:
+            continue
+        cond = _condition_before(text, b, pairs)
+        flag = _timing_flag(cond) if cond is not None else None
+        if flag is not None:
+            return flag
+    if floor <= 0 or pos - floor > 20000:
+        return None
+    for m in _NEGATED_IDENT.finditer(text, floor, pos):  # `if (!s.time_kernel_) { ...; return 0; }` before pos
+        brace = m.end() - 1
+        close = pairs.get(brace, -1)
+        if 0 <= close < pos and re.search(r"\breturn\b", text[brace:close]) and _timing_flag(m.group(1)):
+            return m.group(1)
+    return None
+
+
 def is_program(text: str, path: str) -> bool:
     """A test or benchmark binary: a ``main()``, or a file named ``*_test.cu``, ``test_*.cu``."""
     base = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
@@ -815,6 +859,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
     def guarded(pos: int) -> bool:
         return in_non_capture_branch(text, pos, pairs, opens)
     findings: list[Finding] = []
+    positions: list[int] = []  # where each finding is, in ``text``
     launch_regions: set[Region] = set()
     seen: set[tuple[str, int]] = set()
 
@@ -824,6 +869,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             return
         seen.add((code, line))
         findings.append(_finding(code, message, path, loc, pos, fn, **evidence))
+        positions.append(pos)
 
     setup_of: dict[Region, bool] = {}
 
@@ -1027,6 +1073,15 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
                     call = f"{name}.run(...)" if is_run else f"{name}(...)"
                     add("GC201", f"`{call}` launches the CUTLASS kernel on {why}", cm.start(), region.name,
                         call=call)
+    for i, (f, pos) in enumerate(zip(findings, positions)):  # only kernel timing runs it: a warning
+        if f.severity is not Severity.ERROR:
+            continue
+        region = loc.region(pos)
+        flag = timing_branch(text, pos, pairs, opens, region.start if region is not None else 0)
+        if flag is not None:
+            findings[i] = dataclasses.replace(
+                f, severity=Severity.WARNING, evidence={**f.evidence, "path": "timing branch"},
+                message=f"{f.message}; it runs only when `{flag}` is set, to time kernels, which engines do not capture")
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     return findings
 

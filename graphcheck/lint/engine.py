@@ -298,7 +298,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         python_files, registrars=config.custom_op_registrars, entry_points=config.entry_points,
         extra_roots=extra_roots, jobs=jobs, max_file_size=config.max_file_size,
         cache_dir=directory, trust_stat=trust_stat, eager=config.eager_functions,
-        harness=config.harness_functions, uncaptured=config.uncaptured_functions)
+        harness=config.harness_functions, uncaptured=config.uncaptured_functions, vendor=config.vendor_exclude)
     for sf in discovery.files:
         known = None
         context = None

@@ -137,6 +137,48 @@ class UncapturedNames:
         return None
 
 
+class VendorPaths:
+    """Files of non-CUDA backends that ``vendor-exclude`` does not drop because no whole part of their path
+    matches it: a part with a vendor word as one of its ``_``/``-``/``.`` separated tokens
+    (``fla/modules/backends/triton_ascend/``, ``ops/npu_fused.py``). Parts are taken below the common folder of
+    the tree's files, so a folder above the tree never counts."""
+
+    def __init__(self, globs: Sequence[str], files: Sequence[str]) -> None:
+        words = set()
+        for glob in globs:
+            word = glob.replace("*", "").removesuffix(".py").strip("_-.").lower()
+            if word.isalpha():
+                words.add(word)
+        self.words = frozenset(words)
+        self.base = ""
+        if self.words and files:
+            try:
+                base = os.path.commonpath([os.path.abspath(f) for f in files])
+            except ValueError:  # different drives
+                base = ""
+            self.base = os.path.dirname(base) if len(files) == 1 or os.path.isfile(base) else base
+        self._memo: dict[str, str | None] = {}
+
+    def reason(self, path: str) -> str | None:
+        if not self.words or not self.base:
+            return None
+        if path not in self._memo:
+            why = None
+            rel = os.path.relpath(os.path.abspath(path), self.base)
+            parts = rel.replace(os.sep, "/").split("/")
+            parts[-1] = parts[-1].rpartition(".")[0] or parts[-1]
+            for part in parts:
+                if part in ("", ".", ".."):
+                    continue
+                word = next((t for t in re.split(r"[_\-.]+", part.lower()) if t in self.words), None)
+                if word is not None:
+                    why = (f"`{part}` in its path names `{word}`: a backend for a non-CUDA accelerator, which "
+                           f"CUDA graphs never run on; vendor-exclude word `{word}`")
+                    break
+            self._memo[path] = why
+        return self._memo[path]
+
+
 def _uncaptured_why(name: str, glob: str) -> str:
     """The reason a finding under an ``uncaptured-functions`` match is a warning, by the glob's default group."""
     group = next((g for g, globs in UNCAPTURED_GROUPS.items() if glob in globs), None)
@@ -364,13 +406,17 @@ class ProjectIndex:
                  extra_roots: Sequence[ExtraRoot] = (), jobs: int = 1, cache_dir: Path | None = None,
                  max_file_size: int = 10**7, trust_stat: bool = True, eager: Sequence[str] = DEFAULT_EAGER,
                  harness: Sequence[str] = DEFAULT_HARNESS, uncaptured: Sequence[str] = DEFAULT_UNCAPTURED,
-                 source: str | None = None) -> None:
+                 vendor: Sequence[str] = (), source: str | None = None) -> None:
         """``source``: the text of the one file in ``files``, not read from disk and not cached (the
-        no-project mode of ``lint_python``: the file is its own project, with the same roots and scope)."""
+        no-project mode of ``lint_python``: the file is its own project, with the same roots and scope).
+        ``vendor``: the ``vendor-exclude`` globs; a file whose path below the tree's common folder has a part
+        with one of their words as a ``_``/``-`` separated token (``backends/triton_ascend/``) is a non-CUDA
+        backend, and what it holds is code engines run outside capture (``vendor_reason``)."""
         self.registrars = tuple(registrars)
         self.eager = ScopeNames(eager)
         self.harness = ScopeNames(harness)
         self.uncaptured = UncapturedNames(uncaptured)
+        self.vendor = VendorPaths(vendor, files)
         self._off_memo: dict[str, str | None] = {}
         self._uncaptured_memo: dict[str, str | None] = {}
         self.entry_points = tuple(e for e in entry_points if e)
@@ -894,10 +940,13 @@ class ProjectIndex:
         if dotted in self._uncaptured_memo:
             return self._uncaptured_memo[dotted]
         module, qual, _rec = self.funcs[dotted]
-        hit = self.uncaptured.match(qual, self.by_module.get(module))
+        path = self.by_module.get(module)
+        hit = self.uncaptured.match(qual, path)
         why = None
         if hit is not None and not (hit[0] in ("__enter__", "__exit__") and self._capture_context(dotted)):
             why = _uncaptured_why(*hit)
+        elif hit is None and path is not None:
+            why = self.vendor.reason(path)
         self._uncaptured_memo[dotted] = why
         return why
 

@@ -125,7 +125,7 @@ def test_verdicts_are_cached_and_follow_edits(tmp_path, monkeypatch):
     src = tmp_path / "src"
     write(src, "csrc/utils.cu", HAZARD)
     assert gc201(lint_tree(src, cache=True)) == [("warning", "device_fill")]
-    assert (tmp_path / "cache" / "cpp-callers-v2.json").exists()
+    assert (tmp_path / "cache" / "cpp-callers-v3.json").exists()
     calls = []
     real = cpp_callers.CallerIndex.uncalled
 

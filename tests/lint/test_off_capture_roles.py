@@ -128,3 +128,49 @@ def test_a_sync_outside_a_timing_flag_stays_an_error():
                  "torch.cuda.synchronize()"):
         loud = lint("def run(x, timing, timestep, use_fp8):\n    kern[(1,)](x, 1, BLOCK=64)\n    " + body + "\n")
         assert [(c, s) for c, s, _, _ in loud] == [("GC110", "error")], body
+
+
+# -- non-CUDA backends named in a path token -------------------------------------------------------------
+
+BACKEND = KERNEL + textwrap.dedent('''
+    class LossFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            kern[(1,)](x, 1, BLOCK=64)
+            return x
+
+        @staticmethod
+        def backward(ctx, do):
+            if torch.ne(do, torch.tensor(1.0, device=do.device)):
+                do = do * 2
+            kern[(1,)](do, 1, BLOCK=64)
+            return do
+''')
+
+
+def test_a_backend_folder_whose_name_has_a_vendor_token_gives_warnings_that_say_why(tmp_path):
+    for folder, word in (("backends/triton_ascend", "ascend"), ("ops/npu-fused", "npu"), ("kernels/xpu_ops", "xpu")):
+        root = make(tmp_path / folder.replace("/", "_"), {"pkg/__init__.py": "", f"pkg/{folder}/__init__.py": "",
+                                                          f"pkg/{folder}/loss.py": BACKEND})
+        got = [row for row in found(root) if row[2] == "GC111"]
+        assert [(c, s) for _, _, c, s, _ in got] == [("GC111", "warning")], folder
+        part = folder.rpartition("/")[2]
+        assert (f"`{part}` in its path names `{word}`: a backend for a non-CUDA accelerator, which CUDA graphs "
+                f"never run on; vendor-exclude word `{word}`") in got[0][4]
+    # a file named with the token too (`loss_npu_v2.py`), and a folder named exactly `ascend` is still excluded
+    root = make(tmp_path / "file", {"pkg/__init__.py": "", "pkg/loss_npu_v2.py": BACKEND,
+                                    "pkg/ascend/__init__.py": "", "pkg/ascend/loss.py": BACKEND})
+    rows = found(root)
+    assert {Path(p).name for p, *_ in rows} == {"loss_npu_v2.py"}
+    assert [s for _, _, c, s, _ in rows if c == "GC111"] == ["warning"]
+
+
+def test_the_same_backend_in_a_cuda_or_neutral_folder_stays_an_error(tmp_path):
+    for folder in ("backends/triton_cuda", "backends/triton_rocm", "modules/input_ops", "ops/snpu"):
+        root = make(tmp_path / folder.replace("/", "_"), {"pkg/__init__.py": "", f"pkg/{folder}/__init__.py": "",
+                                                          f"pkg/{folder}/loss.py": BACKEND})
+        got = [row for row in found(root) if row[2] == "GC111"]
+        assert [(c, s) for _, _, c, s, _ in got] == [("GC111", "error")], folder
+    # a vendor word in a folder above the linted tree does not count
+    root = make(tmp_path / "npu_user" / "repo", {"pkg/__init__.py": "", "pkg/loss.py": BACKEND})
+    assert [s for _, _, c, s, _ in found(root) if c == "GC111"] == ["error"]
