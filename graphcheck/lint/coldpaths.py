@@ -151,12 +151,14 @@ def platform_word(name: str) -> str | None:
 
 def timing_name(name: str) -> bool:
     """Whether a flag name says kernel timing or profiling: ``timing``, ``profile``, ``args.benchmark``,
-    ``do_bench``, ``time_kernel`` (``time`` followed by a word)."""
+    ``do_bench``, ``time_kernel`` (``time`` followed by a word), ``flush_cache`` (a cold-cache timing run)."""
     words = name_words(name)
     if not words or any(w in _CUDA_WORDS - {"cuda"} for w in words):
         return False
     if any(w in _TIMING_WORDS for w in words):
         return True
+    if "flush" in words and any(w in ("cache", "caches", "icache", "l2") for w in words):
+        return True  # `s.flush_cache_`: caches are flushed only to time kernels cold
     while words and words[0] in _TIMING_LEAD:
         words = words[1:]
     return len(words) > 1 and words[0] == "time"

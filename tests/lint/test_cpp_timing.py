@@ -83,11 +83,19 @@ def test_a_hazard_under_a_timing_flag_is_a_warning_that_says_so():
         cudaDeviceSynchronize();
         return 1;
     }
+    float launch3(const stream_config& s, cudaStream_t st) {
+        if (s.flush_cache_) {  // flushing caches between runs: a cold-cache timing run
+            flush_cache<<<dim3(64), dim3(64), 0, nullptr>>>();
+        }
+        return 0;
+    }
     """
     got = sorted((f.function, f.code, f.severity.value, f.message) for f in lint_cpp(src, "t.cu"))
-    assert [(fn, c, s) for fn, c, s, _ in got] == [("launch", "GC201", "warning"), ("launch2", "GC110", "warning")]
+    assert [(fn, c, s) for fn, c, s, _ in got] == [("launch", "GC201", "warning"), ("launch2", "GC110", "warning"),
+                                                  ("launch3", "GC201", "warning")]
     assert all("it runs only when `s.time_kernel_` is set, to time kernels, which engines do not capture" in m
-               for *_, m in got)
+               for *_, m in got[:2])
+    assert "it runs only when `s.flush_cache_` is set" in got[2][3]
 
 
 def test_the_same_hazard_outside_a_timing_flag_stays_an_error():

@@ -109,7 +109,7 @@ def test_a_kernel_wrapper_called_only_under_platform_tests_is_reached_only_throu
 
 def test_a_sync_under_a_timing_flag_is_a_warning_that_says_so():
     for test in ("timing", "args.benchmark", "self.profiler is not None", "profile", "time_kernel",
-                 "enable_profiling and x.numel() > 0"):
+                 "enable_profiling and x.numel() > 0", "args.flush_l2"):
         got = lint(f'''
             class Runner:
                 def run(self, x, lens, args, timing=True, profile=True, time_kernel=True, enable_profiling=True):
