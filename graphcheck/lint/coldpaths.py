@@ -285,8 +285,11 @@ def _platform_test(test: ast.AST) -> tuple[bool, str] | None:
                  if isinstance(n, (ast.Name, ast.Attribute))]
         if not any(set(name_words(n)) & _DEVICE_WORDS for n in names):
             return None
-        values = (right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and isinstance(op, (ast.In, ast.NotIn))
-                  else [right] if isinstance(op, (ast.Eq, ast.NotEq)) else [])
+        values: list[ast.expr] = []
+        if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and isinstance(op, (ast.In, ast.NotIn)):
+            values = right.elts
+        elif isinstance(op, (ast.Eq, ast.NotEq)):
+            values = [right]
         words = [v.value.lower().partition(":")[0] for v in values
                  if isinstance(v, ast.Constant) and isinstance(v.value, str)]
         if not words or len(words) != len(values) or not all(w in NON_CUDA_PLATFORMS for w in words):

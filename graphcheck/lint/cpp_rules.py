@@ -37,8 +37,8 @@ scans never overlap, and look-backs are bounded.
 from __future__ import annotations
 
 import bisect
-import re
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from graphcheck import rules
@@ -1081,7 +1081,8 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
         if flag is not None:
             findings[i] = dataclasses.replace(
                 f, severity=Severity.WARNING, evidence={**f.evidence, "path": "timing branch"},
-                message=f"{f.message}; it runs only when `{flag}` is set, to time kernels, which engines do not capture")
+                message=f"{f.message}; it runs only when `{flag}` is set, to time kernels, which engines do not "
+                "capture")
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     return findings
 

@@ -352,8 +352,10 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         from graphcheck.lint.cpp_callers import demote_uncalled
         from graphcheck.lint.cpp_capture import demote_unreachable
         from graphcheck.lint.cpp_ops import demote_cold_ops
+        from graphcheck.lint.cpp_queries import drop_size_queries
 
         linted = [(sf.path, sf.language) for sf in discovery.files]
+        raw = drop_size_queries(raw, linted)  # size queries of a callee defined in another file launch nothing
         raw = demote_uncalled(raw, linted, directory)
         raw = demote_cold_ops(raw, linted, project)  # ops only load-time or uncaptured Python calls: warnings
         raw, _ = demote_unreachable(raw, linted, project)  # no capture reaches the tree's C++: warnings

@@ -3,6 +3,8 @@ workspace-size query (a null buffer, stream 0) where the callee returns before a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from graphcheck.lint.engine import lint_source
 
 # -- GC201: a workspace-size query launches nothing ---------------------------------------------------------------
@@ -79,3 +81,45 @@ def test_a_null_argument_the_callee_does_not_test_still_fires():
                          "radix_select<float>(work0, bytes, static_cast<const float*>(nullptr)").replace(
         "size_t query_workspace(int n) {", "size_t query_workspace(int n, void* work0) {")
     assert "radix_select<float>(work0, bytes, static_cast<const float*>(nullptr), nullptr, n, 16, 0);" in cpp_gc201(src)
+
+
+# -- the callee defined in another file of the tree (a header) ---------------------------------------------------
+
+HEADER, _, CALLS = SELECT.partition("size_t query_workspace(int n) {")
+PROTOTYPES = """\
+#include <cuda_runtime.h>
+#include <torch/extension.h>
+template <typename T>
+void radix_select(void* work, size_t& work_bytes, const T* in, int* out, int n, int k, cudaStream_t stream);
+void select_one_block(char* scratch, size_t& bytes, const float* in, int* out, int n, cudaStream_t stream);
+void launch_then_size(void* work, size_t& work_bytes, const float* in, int* out, int n, cudaStream_t stream);
+size_t query_workspace(int n) {""" + CALLS + """
+PYBIND11_MODULE(ext, m) { m.def("run", &run); m.def("query_workspace", &query_workspace); }
+"""
+
+
+def tree_gc201(tmp_path, files: dict[str, str]) -> list[str]:
+    from lint_trees import make, tree_findings
+
+    root = make(tmp_path, files)
+    return sorted(f"{Path(f.path).name}: {Path(f.path).read_text().splitlines()[f.line - 1].strip()}"
+                  for f in tree_findings(root) if f.code == "GC201" and f.severity.value == "error")
+
+
+def test_a_size_query_of_a_callee_defined_in_a_header_is_not_a_legacy_stream_launch(tmp_path):
+    found = tree_gc201(tmp_path / "a", {"csrc/select.cuh": HEADER, "csrc/ops.cu": PROTOTYPES})
+    assert found == [
+        "ops.cu: launch_then_size(nullptr, bytes, in, out, n, 0);",  # launches before its null check
+        "ops.cu: radix_select<float>(work, bytes, in, out, n, 16, 0);",  # a real buffer
+        "ops.cu: select_one_block(work, bytes, in, out, n, nullptr);",
+    ]
+
+
+def test_a_callee_defined_twice_in_the_tree_or_nowhere_keeps_the_error(tmp_path):
+    queries = ["ops.cu: radix_select<float>(nullptr, bytes, static_cast<const float*>(nullptr), nullptr, n, 16, 0);",
+               "ops.cu: select_one_block(nullptr, one, nullptr, nullptr, n, /*stream=*/0);"]
+    twice = tree_gc201(tmp_path / "b", {"csrc/select.cuh": HEADER, "csrc/other/select.cuh": HEADER,
+                                        "csrc/ops.cu": PROTOTYPES})
+    assert all(q in twice for q in queries)  # ambiguous: which body runs is not known
+    nowhere = tree_gc201(tmp_path / "c", {"csrc/ops.cu": PROTOTYPES})
+    assert all(q in nowhere for q in queries)
