@@ -312,14 +312,34 @@ def _timing_test(test: ast.AST) -> tuple[bool, str] | None:
     return None
 
 
-def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST]) -> list[Cold]:
+OPT_IN_ENV = ("when the environment sets `{key}` (an opt-in switch, off by default: module-level `{name}` on "
+              "line {line})")
+
+
+def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST],
+                    switches: dict[str, tuple[str, int]] | None = None) -> list[Cold]:
     """Line ranges of ``fn`` that run only when an optional parameter (default ``None``) is omitted, or an
-    optional field of a parameter is unset."""
+    optional field of a parameter is unset; or, under ``if X:`` (``if X and ...:``) where ``X`` is a module-level
+    opt-in switch read from the environment (``switches``: name -> (key, line)) and not a local name, only when
+    the environment turns it on."""
     optional = _defaults_that_are(fn, None)
     params = _all_params(fn)
     flags = _defaults_that_are(fn, False)
     end = fn.end_lineno or fn.lineno
     out = []
+    if switches:
+        local = params | {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        for node in nodes:
+            if not isinstance(node, ast.If) or not node.body:
+                continue
+            test = node.test
+            tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+            hit = next((t.id for t in tests if isinstance(t, ast.Name) and t.id in switches and t.id not in local),
+                       None)
+            if hit is not None:
+                key, line = switches[hit]
+                out.append(Cold(node.body[0].lineno, _last_line(node.body),
+                                OPT_IN_ENV.format(key=key, name=hit, line=line), kind=OPTIONAL_ARGUMENT))
     for node in nodes:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id in flags and node.body:
             # `if clean: ...` with `clean=False`: an opt-in the caller must ask for

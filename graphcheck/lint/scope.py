@@ -45,6 +45,52 @@ _LIBRARY_CTORS = {"torch.library.Library"}
 _HOST_ONLY_KEYS = {"meta", "cpu", "fake", "abstractimpl"}
 
 
+_TRUTHY = frozenset({"1", "true", "yes", "on", "y", "t"})
+_ENV_READS = frozenset({"os.getenv", "os.environ.get"})
+
+
+def env_opt_in(value: ast.AST, resolve) -> str | None:
+    """The environment key when ``value`` is an opt-in switch that is off unless the environment sets it:
+    ``os.getenv("K", "0") == "1"``, ``os.environ.get("K") == "1"``, ``os.getenv("K", "false").lower() in ("1",
+    "true")``, ``bool(int(os.getenv("K", "0")))``; ``resolve`` gives a call's dotted name."""
+    if isinstance(value, ast.Compare) and len(value.ops) == 1:
+        op, right = value.ops[0], value.comparators[0]
+        if isinstance(op, ast.Eq):
+            wanted = [right]
+        elif isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+            wanted = list(right.elts)
+        else:
+            return None
+        if not wanted or not all(isinstance(w, ast.Constant) and isinstance(w.value, str)
+                                 and w.value.lower() in _TRUTHY for w in wanted):
+            return None
+        return _env_read(value.left, resolve, numeric=False)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "bool" \
+            and len(value.args) == 1 and isinstance(value.args[0], ast.Call) \
+            and isinstance(value.args[0].func, ast.Name) and value.args[0].func.id == "int" and value.args[0].args:
+        return _env_read(value.args[0].args[0], resolve, numeric=True)
+    return None
+
+
+def _env_read(node: ast.AST, resolve, numeric: bool) -> str | None:
+    """The key of ``os.getenv(K, D)`` / ``os.environ.get(K, D)`` (through ``.lower()``/``.strip()``/``str()``)
+    whose default ``D`` (None when left out) is off."""
+    while isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in ("lower", "strip", "upper", "casefold"):
+        node = node.func.value
+    if not (isinstance(node, ast.Call) and resolve(node.func) in _ENV_READS and node.args
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) and len(node.args) <= 2):
+        return None
+    default = node.args[1] if len(node.args) == 2 else None
+    if default is None:
+        return None if numeric else node.args[0].value
+    if not isinstance(default, ast.Constant):
+        return None
+    off = (default.value in ("0", 0, "") if numeric
+           else default.value is None or (isinstance(default.value, str) and default.value.lower() not in _TRUTHY))
+    return node.args[0].value if off else None
+
+
 # words a platform or timing test spells (graphcheck.lint.coldpaths.branch_ranges): a module without any has none
 _ROLE_WORDS = re.compile(r"npu|xpu|mlu|musa|hpu|tpu|ascend|cpu|mps|neuron|gaudi|cambricon|habana|xla|tim(?:e|ing)|"
                          r"profil|bench")
@@ -155,6 +201,7 @@ class ModuleIndex:
         self.default_device_accelerator = False
         self.loggers: set[str] = set()
         self.module_names: set[str] = set()
+        self.env_switches: dict[str, tuple[str, int]] = {}  # module-level name -> the environment key of an off-by-default switch
         self._registered: list[tuple[str, str]] = []  # (function name, reason)
         self._deferred_calls: list[ast.Call] = []
         self._module_assigns: list[ast.Assign | ast.AnnAssign] = []
@@ -246,6 +293,12 @@ class ModuleIndex:
     def _module_assign(self, node: ast.Assign | ast.AnnAssign) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         names = [t.id for t in targets if isinstance(t, ast.Name)]
+        for name in names:  # `X = os.getenv("X", "0") == "1"`: an opt-in switch, off unless the environment sets it
+            key = env_opt_in(node.value, self.aliases.resolve) if node.value is not None else None
+            if key is not None and name not in self.module_names:
+                self.env_switches[name] = (key, node.lineno)
+            else:
+                self.env_switches.pop(name, None)
         self.module_names.update(names)
         value = node.value
         if not isinstance(value, ast.Call):

@@ -171,7 +171,7 @@ class FunctionFacts:
                 self._conditional(node)
         # lines that run once per key (cached work) or only when an optional argument is omitted
         self.first_use = first_use_ranges(info.node, nodes)
-        self.optional = optional_ranges(info.node, nodes)
+        self.optional = optional_ranges(info.node, nodes, index.env_switches)
         self.prefill = (branch_ranges(nodes, index.mentions_prefill, index.mentions_roles)
                         if index.mentions_prefill or index.mentions_roles else [])
         called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}

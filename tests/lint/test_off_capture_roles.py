@@ -174,3 +174,54 @@ def test_the_same_backend_in_a_cuda_or_neutral_folder_stays_an_error(tmp_path):
     # a vendor word in a folder above the linted tree does not count
     root = make(tmp_path / "npu_user" / "repo", {"pkg/__init__.py": "", "pkg/loss.py": BACKEND})
     assert [s for _, _, c, s, _ in found(root) if c == "GC111"] == ["error"]
+
+
+# -- opt-in switches read from the environment -------------------------------------------------------------
+
+
+def test_a_sync_under_an_off_by_default_environment_switch_is_a_warning_that_says_so():
+    for switch in ('os.getenv("FAST_PREFILL", "0") == "1"', 'os.environ.get("FAST_PREFILL") == "1"',
+                   'os.getenv("FAST_PREFILL", "false").lower() in ("1", "true")',
+                   'bool(int(os.environ.get("FAST_PREFILL", "0")))'):
+        for test in ("USE_SPLIT", "USE_SPLIT and x.dim() > 2"):
+            got = lint(f'''
+                import os
+                USE_SPLIT = {switch}
+
+                def op(x, lens):
+                    if {test}:
+                        n = lens.sum().item()
+                    kern[(1,)](x, 1, BLOCK=64)
+            ''')
+            assert [(c, s) for c, s, _, _ in got] == [("GC101", "warning")], (switch, test)
+            assert ("when the environment sets `FAST_PREFILL` (an opt-in switch, off by default: module-level "
+                    "`USE_SPLIT` on line") in got[0][3]
+
+
+def test_a_switch_on_by_default_or_a_local_flag_stays_an_error():
+    for switch, test in (('os.getenv("FAST", "1") == "1"', "USE_SPLIT"),  # on unless turned off
+                         ('os.getenv("FAST", "0") != "1"', "USE_SPLIT"),  # on unless turned on
+                         ('os.getenv("FAST", "0") == "1"', "not USE_SPLIT"),  # the default arm
+                         ('os.getenv("FAST", "0") == "1"', "use_split"),  # a local, not the switch
+                         ('bool(int(os.getenv("FAST", "1")))', "USE_SPLIT")):
+        loud = lint(f'''
+            import os
+            USE_SPLIT = {switch}
+
+            def op(x, lens, use_split):
+                if {test}:
+                    n = lens.sum().item()
+                kern[(1,)](x, 1, BLOCK=64)
+        ''')
+        assert [(c, s) for c, s, _, _ in loud] == [("GC101", "error")], (switch, test)
+    loud = lint('''
+        import os
+        USE_SPLIT = os.getenv("FAST", "0") == "1"
+
+        def op(x, lens):
+            USE_SPLIT = lens.numel() > 4  # shadowed by a local
+            if USE_SPLIT:
+                n = lens.sum().item()
+            kern[(1,)](x, 1, BLOCK=64)
+    ''')
+    assert [(c, s) for c, s, _, _ in loud] == [("GC101", "error")]
