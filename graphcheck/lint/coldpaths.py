@@ -26,6 +26,13 @@ Two shapes of code hold real syncs that captured serving never executes:
   piecewise ones). A function called only from such blocks is reached only
   through prefill (``graphcheck.lint.callers.cold_table``).
 
+- **non-CUDA platform branch** and **timing branch**: the block under a platform test (``if IS_NPU:``,
+  ``if current_platform.is_xpu():``, ``if device.type == "npu":``, the ``else`` of ``if not is_npu():``) or
+  a timing/profiling flag (``if timing:``, ``if args.benchmark:``); functions called only from them are
+  reached only through them, as for prefill.
+- **opt-in environment switch**: the block under ``if X:`` where ``X`` is a module-level
+  ``os.getenv("K", "0") == "1"`` (an optional-argument kind: it runs only when the environment asks).
+
 Findings there become warnings whose message says why; none is dropped. The
 optional-argument reason is checked against the callers the project index
 knows (``graphcheck.lint.python_rules``): a caller that omits ``p`` or passes
