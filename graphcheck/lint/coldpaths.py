@@ -341,12 +341,12 @@ def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[
                 continue
             test = node.test
             tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-            hit = next((t.id for t in tests if isinstance(t, ast.Name) and t.id in switches and t.id not in local),
-                       None)
-            if hit is not None:
-                key, line = switches[hit]
+            switch = next((t.id for t in tests if isinstance(t, ast.Name) and t.id in switches and t.id not in local),
+                          None)
+            if switch is not None:
+                key, line = switches[switch]
                 out.append(Cold(node.body[0].lineno, _last_line(node.body),
-                                OPT_IN_ENV.format(key=key, name=hit, line=line), kind=OPTIONAL_ARGUMENT))
+                                OPT_IN_ENV.format(key=key, name=switch, line=line), kind=OPTIONAL_ARGUMENT))
     for node in nodes:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id in flags and node.body:
             # `if clean: ...` with `clean=False`: an opt-in the caller must ask for

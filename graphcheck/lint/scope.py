@@ -201,7 +201,8 @@ class ModuleIndex:
         self.default_device_accelerator = False
         self.loggers: set[str] = set()
         self.module_names: set[str] = set()
-        self.env_switches: dict[str, tuple[str, int]] = {}  # module-level name -> the environment key of an off-by-default switch
+        # module-level name -> (environment key, line) of an off-by-default switch
+        self.env_switches: dict[str, tuple[str, int]] = {}
         self._registered: list[tuple[str, str]] = []  # (function name, reason)
         self._deferred_calls: list[ast.Call] = []
         self._module_assigns: list[ast.Assign | ast.AnnAssign] = []
