@@ -254,3 +254,13 @@ def glob_regex(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     """One case-sensitive regex for the globs (what ``fnmatch.fnmatchcase`` of any of them matches), built
     once per list; None for no globs."""
     return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
+
+
+_PY_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def python_lines(source: str) -> list[str]:
+    """The lines of Python source as the tokenizer counts them: ``\n``, ``\r\n`` and ``\r`` end a line;
+    ``\x1c``-``\x1e``, ``\x85`` and ``\u2028`` do not (``str.splitlines`` splits on those too, and line
+    numbers read from it would point past the end of the file)."""
+    return _PY_LINE_BREAK.split(source)

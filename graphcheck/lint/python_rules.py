@@ -38,7 +38,7 @@ from graphcheck.findings import Finding, Severity
 from graphcheck.lint import callers, capture_sites
 from graphcheck.lint.closures import ModuleFacts
 from graphcheck.lint.coldpaths import BRANCH_KINDS, CACHE_MISS, OPT_IN, OPTIONAL_ARGUMENT
-from graphcheck.lint.files import glob_regex
+from graphcheck.lint.files import glob_regex, python_lines
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, RANDOM_FACTORIES, is_builtin, is_cpu_device
 
@@ -47,8 +47,6 @@ _TEXT_LIMIT = 60
 _COLD_KINDS = (CACHE_MISS, OPTIONAL_ARGUMENT, *BRANCH_KINDS)
 # a reach reason that names a capture site (the kernel's first call may be inside the capture)
 _CAPTURE_SITE = re.compile(r"torch\.cuda\.graph|capture_begin|make_graphed_callables|recorded")
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
 # What each host read found by Facts.sync_kind does, after "`<the call>` "; {where} names the capture path.
 _SYNC_READS = {
     "GC101": "synchronizes with the host{where}",
@@ -242,7 +240,7 @@ class _Linter:
     def __init__(self, tree: ast.Module, source: str, path: str, all_functions: bool,
                  entry_points: Sequence[str], context: dict[str, Any] | None = None) -> None:
         self.source = source
-        self.lines = _LINE_BREAK.split(source)  # the line breaks the tokenizer knows, unlike splitlines()
+        self.lines = python_lines(source)
         self.path = path
         self.context = context
         ctx = context or {}

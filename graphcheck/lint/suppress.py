@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from graphcheck.findings import Finding
+from graphcheck.lint.files import python_lines
 
 _MARKER = re.compile(r"graphcheck\s*:\s*ignore\b", re.I)
 _SELECTOR = re.compile(r"^GC\d{1,3}$")
@@ -84,7 +85,7 @@ def comments(source: str, language: str) -> dict[int, list[str]]:
     except (tokenize.TokenError, SyntaxError):
         # unfinished code (say, an unclosed bracket): fall back to reading each line on its own
         found = {}
-        for n, line in enumerate(source.splitlines(), 1):
+        for n, line in enumerate(python_lines(source), 1):
             comment = python_comment(line)
             if comment:
                 found[n] = [comment]

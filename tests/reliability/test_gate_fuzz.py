@@ -106,3 +106,19 @@ def test_marker_problems_never_crash(text):
     for language in ("python", "cpp"):
         for line, problem in suppress.marker_problems("# graphcheck: ignore" + text, language):
             assert line >= 1 and problem
+
+
+def test_a_marker_in_unfinished_code_is_placed_on_the_tokenizers_line():
+    # found by the fuzzer: str.splitlines() splits on \x1e and \x85, Python's tokenizer does not, so a marker
+    # read from broken code was placed past the end of the file
+    from graphcheck.lint.engine import _Options
+
+    options = _Options(False, (), 10 * 1024 * 1024)
+    source = "x = (\x1e\x85  # graphcheck: ignore(GC999)\n"
+    found = lint_source(source, "fuzz.py", "python", options)
+    assert [(f.code, f.line) for f in found] == [("GC009", 1)]
+    # inside an unfinished triple-quoted string it is not a comment at all
+    source = "'''\x1e\x1e\x85  # graphcheck: ignore(GC999)\n"
+    found = lint_source(source, "fuzz.py", "python", options)
+    assert [f.code for f in found if f.code == "GC009"] == []
+    _check_findings(found, source)
