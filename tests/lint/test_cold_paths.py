@@ -7,16 +7,16 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from lint_trees import make, tree_findings
+from lint_trees import KERNEL, lint_module, make, tree_findings
 
 from graphcheck.config import Config
 from graphcheck.lint.engine import lint_paths
-from graphcheck.lint.python_rules import lint_python
 
-KERNEL = textwrap.dedent('''
-    import functools
-    from typing import Optional
+lint = lint_module
 
+
+# a kernel wrapper whose `max_len` fallback (line 11) syncs: the callers decide whether it is an error
+DECODE_WITH_FALLBACK = """\
     import torch
     import triton
     import triton.language as tl
@@ -24,13 +24,12 @@ KERNEL = textwrap.dedent('''
     @triton.jit
     def kern(x_ptr, n, BLOCK: tl.constexpr):
         pass
-''')
 
-
-def lint(body: str):
-    src = KERNEL + textwrap.dedent(body)
-    return sorted((f.code, f.severity.value, src.splitlines()[f.line - 1].strip(), f.message)
-                  for f in lint_python(src, "m.py"))
+    def decode(q: torch.Tensor, lens: torch.Tensor, max_len=None):
+        if max_len is None:
+            max_len = lens.max().item()
+        kern[(max_len,)](q, 1, BLOCK=64)
+"""
 
 
 def found(root: Path):
@@ -171,20 +170,7 @@ def test_an_optional_field_of_a_parameter_and_an_early_return_when_it_is_set():
 
 
 def test_a_caller_that_omits_the_optional_argument_keeps_the_error(tmp_path):
-    files = {"p/__init__.py": "", "p/ops.py": """\
-        import torch
-        import triton
-        import triton.language as tl
-
-        @triton.jit
-        def kern(x_ptr, n, BLOCK: tl.constexpr):
-            pass
-
-        def decode(q: torch.Tensor, lens: torch.Tensor, max_len=None):
-            if max_len is None:
-                max_len = lens.max().item()
-            kern[(max_len,)](q, 1, BLOCK=64)
-    """, "p/engine.py": """\
+    files = {"p/__init__.py": "", "p/ops.py": DECODE_WITH_FALLBACK, "p/engine.py": """\
         import torch
         from p.ops import decode
 
@@ -469,20 +455,7 @@ def test_instance_calls_are_call_records_of_the_method_they_run(tmp_path):
 
 
 def test_callers_that_never_run_under_capture_do_not_keep_the_fallback_an_error(tmp_path):
-    files = {"p/__init__.py": "", "p/ops.py": """\
-        import torch
-        import triton
-        import triton.language as tl
-
-        @triton.jit
-        def kern(x_ptr, n, BLOCK: tl.constexpr):
-            pass
-
-        def decode(q: torch.Tensor, lens: torch.Tensor, max_len=None):
-            if max_len is None:
-                max_len = lens.max().item()
-            kern[(max_len,)](q, 1, BLOCK=64)
-    """, "p/engine.py": """\
+    files = {"p/__init__.py": "", "p/ops.py": DECODE_WITH_FALLBACK, "p/engine.py": """\
         import torch
         from p.ops import decode
 

@@ -7,25 +7,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from lint_trees import make, tree_findings
+from lint_trees import KERNEL, lint_module, make, tree_findings
 
-from graphcheck.lint.python_rules import lint_python
-
-KERNEL = textwrap.dedent('''
-    import torch
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def kern(x_ptr, n, BLOCK: tl.constexpr):
-        pass
-''')
-
-
-def lint(body: str):
-    src = KERNEL + textwrap.dedent(body)
-    return sorted((f.code, f.severity.value, src.splitlines()[f.line - 1].strip(), f.message)
-                  for f in lint_python(src, "m.py"))
+lint = lint_module
 
 
 def found(root: Path):
