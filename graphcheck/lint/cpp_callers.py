@@ -192,19 +192,20 @@ class _CppFile:
         return False
 
 
-class CallerIndex:
-    """Who references a name, over the files of one lint run."""
+class LintedSources:
+    """The bytes of the linted files, read once per run and shared by the passes that search them
+    (``demote_uncalled`` and ``cpp_ops.demote_cold_ops``), with each C++ file read as C++ and each Python file
+    parsed at most once among them. ``files`` are ``(path, language)``; nothing is read until asked for."""
 
     def __init__(self, files: Sequence[tuple[str, str]]):
         self.files = list(files)
         self._data: list[bytes] | None = None
-        self._cpp: dict[int, _CppFile | None] = {}
-        self._referrers: dict[str, set[str]] = {}
-        self._timed: dict[str, dict[str, bool]] = {}  # name -> {caller: every reference in a timing branch}
-        self._py_trees: dict[int, ast.Module | None] = {}
+        self._at: dict[str, int] | None = None
+        self.cpp: dict[int, _CppFile | None] = {}
+        self.py_trees: dict[int, ast.Module | None] = {}
 
-    def _index(self) -> list[bytes]:
-        """Each file's bytes, read once; a query is a substring search per file, confirmed as a whole word."""
+    def data(self) -> list[bytes]:
+        """Each file's bytes (at most ``_MAX_FILE`` of them; ``b""`` for one that cannot be read)."""
         if self._data is None:
             data: list[bytes] = []
             for path, _ in self.files:
@@ -216,6 +217,36 @@ class CallerIndex:
             self._data = data
         return self._data
 
+    def read(self, path: str) -> bytes:
+        """One file's bytes: those already read, else read now (not kept). Raises ``OSError``."""
+        if self._data is not None:
+            if self._at is None:
+                self._at = {p: i for i, (p, _) in enumerate(self.files)}
+            i = self._at.get(path)
+            if i is not None and self._data[i]:
+                return self._data[i]
+        with open(path, "rb") as fh:
+            return fh.read(_MAX_FILE)
+
+
+class CallerIndex:
+    """Who references a name, over the files of one lint run. ``sources`` shares the files' bytes (and
+    their C++ readings and Python trees) with another index over the same ``files``."""
+
+    def __init__(self, files: Sequence[tuple[str, str]], sources: LintedSources | None = None):
+        self.files = list(files)
+        if sources is None or sources.files != self.files:
+            sources = LintedSources(self.files)
+        self.sources = sources
+        self._cpp = sources.cpp
+        self._referrers: dict[str, set[str]] = {}
+        self._timed: dict[str, dict[str, bool]] = {}  # name -> {caller: every reference in a timing branch}
+        self._py_trees = sources.py_trees
+
+    def _index(self) -> list[bytes]:
+        """Each file's bytes, read once; a query is a substring search per file, confirmed as a whole word."""
+        return self.sources.data()
+
     def _mentions(self, name: str) -> list[int]:
         key = name.encode()
         word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(key) + rb"(?![A-Za-z0-9_])")
@@ -225,9 +256,8 @@ class CallerIndex:
         if i not in self._cpp:
             from graphcheck.lint.files import decode
 
-            try:
-                with open(self.files[i][0], "rb") as fh:
-                    source = decode(fh.read(_MAX_FILE), "cpp")
+            try:  # the bytes the name was found in (a file is asked about only when it mentions a name)
+                source = decode(self._index()[i], "cpp")
                 self._cpp[i] = _CppFile(source.replace("\r\n", "\n").replace("\r", "\n"))
             except (OSError, ValueError, LookupError, SyntaxError):  # unreadable or undecodable: unknown, so live
                 self._cpp[i] = None
@@ -436,9 +466,10 @@ def _demoted(f: Finding, callers: list[str]) -> Finding:
 
 
 def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
-                    cache_dir: Path | None = None) -> dict[str, list[Finding]]:
+                    cache_dir: Path | None = None, sources: LintedSources | None = None) -> dict[str, list[Finding]]:
     """``raw`` (findings by file path) with each C++ error in a function nothing in ``files`` calls made a
-    warning that says so. ``files`` are ``(path, language)`` of every linted file."""
+    warning that says so. ``files`` are ``(path, language)`` of every linted file; ``sources``, if given, their
+    bytes shared with the run's other passes over them."""
     cpp_paths = {path for path, language in files if language == "cpp"}
     names = sorted({f.function for path, found in raw.items() if path in cpp_paths for f in found
                     if f.severity is Severity.ERROR and f.function and not f.code.startswith("GC0")})
@@ -447,7 +478,7 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
     key = _digest_of(files, names)
     verdicts = _load(cache_dir, key)
     if verdicts is None or set(verdicts) != set(names):
-        index = CallerIndex(files)
+        index = CallerIndex(files, sources)
         verdicts = {}
         for name in names:
             verdict = [_TIMING] if timing_function(name) else index.uncalled(name)

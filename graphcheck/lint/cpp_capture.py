@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from graphcheck.findings import Finding, Severity
 
 if TYPE_CHECKING:
+    from graphcheck.lint.cpp_callers import LintedSources
     from graphcheck.lint.project import ProjectIndex
 
 _MAX_FILE = 8 * 1024 * 1024
@@ -75,16 +76,20 @@ def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def tree_facts(paths: Sequence[str]) -> TreeFacts:
-    """Scan the C++ files ``paths``; stops at the first capture or PyTorch/TVM-FFI use."""
+def tree_facts(paths: Sequence[str], sources: LintedSources | None = None) -> TreeFacts:
+    """Scan the C++ files ``paths`` (their bytes from ``sources`` where the caller passes read them);
+    stops at the first capture or PyTorch/TVM-FFI use."""
     from graphcheck.lint import cpp_rules
     from graphcheck.lint.files import decode
 
     facts = TreeFacts()
     for path in paths:
         try:
-            with open(path, "rb") as fh:
-                data = fh.read(_MAX_FILE)
+            if sources is not None:
+                data = sources.read(path)
+            else:
+                with open(path, "rb") as fh:
+                    data = fh.read(_MAX_FILE)
         except OSError:
             continue
         graph = any(w in data for w in _GRAPH_BYTES)
@@ -125,7 +130,8 @@ def _reason(facts: TreeFacts) -> str:
 
 
 def demote_unreachable(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
-                       project: ProjectIndex | None) -> tuple[dict[str, list[Finding]], TreeFacts | None]:
+                       project: ProjectIndex | None,
+                       sources: LintedSources | None = None) -> tuple[dict[str, list[Finding]], TreeFacts | None]:
     """``raw`` (findings by file path) with every C++ error made a warning when no capture can reach the
     tree's C++ (see the module docstring). ``files`` are ``(path, language)`` of every linted file;
     ``project`` is the run's ``ProjectIndex`` (what Python is capture-reachable). Returns the findings and the
@@ -135,7 +141,7 @@ def demote_unreachable(raw: dict[str, list[Finding]], files: Sequence[tuple[str,
     if not any(f.severity is Severity.ERROR and not f.code.startswith("GC0")
                for path, found in raw.items() if path in cpp_set for f in found):
         return raw, None
-    facts = tree_facts(cpp_paths)
+    facts = tree_facts(cpp_paths, sources)
     if facts.capturable:
         return raw, facts
     if project is not None and project.extension_entry(set(facts.modules)) is not None:

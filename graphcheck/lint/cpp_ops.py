@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphcheck.findings import Finding, Severity
-from graphcheck.lint.cpp_callers import _LIVE, _OP, _PY, CallerIndex
+from graphcheck.lint.cpp_callers import _LIVE, _OP, _PY, CallerIndex, LintedSources
 from graphcheck.lint.cpp_rules import is_setup_function
 
 if TYPE_CHECKING:
@@ -38,8 +38,8 @@ class _ReachIndex(CallerIndex):
 
     follow = _FOLLOW  # Python wrappers, dispatch tables and loaders make chains longer than C++ callers
 
-    def __init__(self, files: Sequence[tuple[str, str]], project: ProjectIndex):
-        super().__init__(files)
+    def __init__(self, files: Sequence[tuple[str, str]], project: ProjectIndex, sources: LintedSources | None = None):
+        super().__init__(files, sources)
         self.project = project
 
     def referrers(self, name: str) -> set[str]:
@@ -143,10 +143,11 @@ def _shown(entry: str) -> str:
 
 
 def demote_cold_ops(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
-                    project: ProjectIndex | None) -> dict[str, list[Finding]]:
+                    project: ProjectIndex | None, sources: LintedSources | None = None) -> dict[str, list[Finding]]:
     """``raw`` (findings by file path) with each C++ error in a function whose every in-tree Python caller
     (through the ops bound to it) is load-time or not capture-reachable made a warning that names them.
-    ``files`` are ``(path, language)`` of every linted file; ``project`` the run's ``ProjectIndex``."""
+    ``files`` are ``(path, language)`` of every linted file; ``project`` the run's ``ProjectIndex``; ``sources``,
+    if given, the files' bytes as ``cpp_callers.demote_uncalled`` read them (not read again)."""
     if project is None:
         return raw
     cpp_paths = {path for path, language in files if language == "cpp"}
@@ -154,7 +155,7 @@ def demote_cold_ops(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
                     if f.severity is Severity.ERROR and f.function and not f.code.startswith("GC0")})
     if not names:
         return raw
-    index = _ReachIndex(files, project)
+    index = _ReachIndex(files, project, sources)
     verdicts: dict[str, list[str]] = {}
     for name in names:
         dead = index.uncalled(name)

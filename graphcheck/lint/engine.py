@@ -349,16 +349,17 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
     if cache is not None:
         cache.save()
     if any(os.path.isdir(p) for p in paths):  # a tree was linted: C++ hazards no capture reaches become warnings
-        from graphcheck.lint.cpp_callers import demote_uncalled
+        from graphcheck.lint.cpp_callers import LintedSources, demote_uncalled
         from graphcheck.lint.cpp_capture import demote_unreachable
         from graphcheck.lint.cpp_ops import demote_cold_ops
         from graphcheck.lint.cpp_queries import drop_size_queries
 
         linted = [(sf.path, sf.language) for sf in discovery.files]
         raw = drop_size_queries(raw, linted)  # size queries of a callee defined in another file launch nothing
-        raw = demote_uncalled(raw, linted, directory)
-        raw = demote_cold_ops(raw, linted, project)  # ops only load-time or uncaptured Python calls: warnings
-        raw, _ = demote_unreachable(raw, linted, project)  # no capture reaches the tree's C++: warnings
+        sources = LintedSources(linted)  # the tree's bytes, read (if at all) once for both caller passes
+        raw = demote_uncalled(raw, linted, directory, sources)
+        raw = demote_cold_ops(raw, linted, project, sources)  # ops only load-time or uncaptured Python calls: warnings
+        raw, _ = demote_unreachable(raw, linted, project, sources)  # no capture reaches the tree's C++: warnings
 
     root = str(config.root)
     findings: list[Finding] = []

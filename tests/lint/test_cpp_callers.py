@@ -179,3 +179,31 @@ def test_a_bound_op_wrapped_in_a_public_module_is_public_api(tmp_path):
                                      '  ops.impl("device_fill", torch::kCUDA, &device_fill<float>);\n}\n')
     write(tmp_path, "pkg/ops.py", "import torch\n\ndef device_fill(p):\n    torch.ops._C.device_fill(p)\n")
     assert gc201(lint_tree(tmp_path)) == [("error", "device_fill")]  # callers outside the tree may use it
+
+
+def test_an_uncached_run_reads_each_file_once_for_the_caller_passes(tmp_path, monkeypatch):
+    """The callers pass and the op-demotion pass (cpp_ops) both search every linted file; they share one
+    reading of the tree (and the capture-reach scan takes its C++ bytes from it)."""
+    from graphcheck.lint import cpp_capture
+
+    write(tmp_path, "csrc/utils.cu", HAZARD)
+    write(tmp_path, "csrc/bind.cpp", 'TORCH_LIBRARY(_C, ops) {\n  ops.def("device_fill(Tensor p) -> ()");\n'
+                                     '  ops.impl("device_fill", torch::kCUDA, &device_fill<float>);\n}\n')
+    write(tmp_path, "pkg/_custom_ops.py", "import torch\n\ndef device_fill(p):\n"
+                                          "    torch.ops._C.device_fill(p)\n")
+    write(tmp_path, "pkg/layer.py", "from pkg import _custom_ops as ops\n\ndef load_weights(p):\n"
+                                    "    ops.device_fill(p)\n")
+    opened: list[str] = []
+
+    def counting(path, *a, **k):
+        opened.append(Path(path).relative_to(tmp_path).as_posix())
+        return open(path, *a, **k)
+
+    monkeypatch.setattr(cpp_callers, "open", counting, raising=False)
+    monkeypatch.setattr(cpp_capture, "open", counting, raising=False)
+    # both passes ran: the error survived the callers pass (a Python caller), the op pass made it a warning
+    found = [f for f in lint_tree(tmp_path) if f.code == "GC201"]
+    assert [(f.severity.value, f.evidence.get("caller_check")) for f in found] == [
+        ("warning", "python callers off capture")]
+    assert sorted(opened) == sorted(set(opened))  # no file read twice
+    assert {"csrc/utils.cu", "csrc/bind.cpp", "pkg/layer.py", "pkg/_custom_ops.py"} <= set(opened)
