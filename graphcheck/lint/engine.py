@@ -25,6 +25,8 @@ from graphcheck.lint.files import decode
 from graphcheck.lint.suppress import expect_markers
 
 if False:  # typing only
+    import ast
+
     from graphcheck.lint.project import ExtraRoot
 
 _UNLINTED = frozenset({"GC002", "GC003"})
@@ -76,22 +78,25 @@ def normalize_newlines(source: str) -> str:
 
 
 def lint_source(source: str, path: str, language: str, options: _Options | None = None,
-                context: dict[str, Any] | None = None) -> list[Finding]:
+                context: dict[str, Any] | None = None, tree: ast.Module | None = None) -> list[Finding]:
     """Run the rules for ``language`` on decoded ``source``, apply inline suppressions, add GC008
     for each ``expect`` marker the static layer owes but did not meet, and mark the findings an
-    ``expect`` marker names as ``expected`` (so the cache stores them marked)."""
+    ``expect`` marker names as ``expected`` (so the cache stores them marked). ``tree``: ``ast.parse(source)``
+    of a Python source, when the caller has it (used only when the source needs no newline change)."""
     from graphcheck.lint import suppress
 
     options = options or _Options(False, (), Config().max_file_size)
-    source = normalize_newlines(source)
+    if "\r" in source:
+        source, tree = normalize_newlines(source), None
     if language == "python":
         from graphcheck.lint.python_rules import lint_python
 
         if context is None:
-            found = lint_python(source, path, all_functions=options.all_functions, entry_points=options.entry_points)
+            found = lint_python(source, path, all_functions=options.all_functions, entry_points=options.entry_points,
+                                tree=tree)
         else:
             found = lint_python(source, path, all_functions=options.all_functions,
-                                entry_points=options.entry_points, context=context)
+                                entry_points=options.entry_points, context=context, tree=tree)
     else:
         from graphcheck.lint.cpp_rules import lint_cpp
 
@@ -146,8 +151,10 @@ def _lint_file(path: str, display: str, language: str, known_digest: str | None,
         detail = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
         result["findings"] = [_tool_finding("GC002", f"cannot decode file as text: {detail}", display)]
         return result
+    # the tree the project index parsed this file into, when this process summarized it in this run
+    tree = lint_pool.take_tree(path, source) if language == "python" else None
     try:
-        result["findings"] = lint_source(source, display, language, options, context)
+        result["findings"] = lint_source(source, display, language, options, context, tree)
     except RecursionError:
         result["findings"] = [_tool_finding("GC003", "file is nested too deeply to check", display)]
     except Exception as exc:  # a rule bug must not stop the run
@@ -229,9 +236,17 @@ def _matches_glob(display: str, abs_path: str, root: str, pattern: str) -> bool:
             or fnmatch.fnmatchcase(os.path.basename(abs_path), pattern))
 
 
-def _run_tasks(tasks: list, options: _Options, jobs: int,
-               done: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+def _run_tasks(tasks: list, options: _Options, jobs: int, done: Callable[[int], None] | None = None,
+               workers: lint_pool.Workers | None = None) -> list[dict[str, Any]]:
+    """``_lint_chunk`` over ``tasks``; on ``workers`` (the ones the project index ran on), each Python file
+    goes to the worker that summarized it and holds its tree."""
+    if workers is not None:
+        return workers.map_chunks(_lint_chunk, tasks, options, done=done, place=_task_path)
     return lint_pool.map_chunks(_lint_chunk, tasks, jobs, options, done=done)
+
+
+def _task_path(task: tuple) -> str:
+    return task[0]
 
 
 def lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None = None, *,
@@ -249,14 +264,16 @@ def lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None = 
     capture map): ``ExtraRoot(path, qualname)`` from ``graphcheck.lint.project``.
     Raises ``graphcheck.config.ConfigError`` for a path that does not exist.
     """
-    with lint_pool.fewer_collections():
+    jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+    # one set of workers for the index and the rules: a file's tree parsed for its summary is checked as is
+    with lint_pool.fewer_collections(), lint_pool.Workers(jobs) as workers:
         return _lint_paths(paths, config, jobs=jobs, use_cache=use_cache, trust_stat=trust_stat,
-                           extra_roots=extra_roots, progress=progress)
+                           extra_roots=extra_roots, progress=progress, workers=workers)
 
 
-def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, *, jobs: int | None,
+def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, *, jobs: int,
                 use_cache: bool, trust_stat: bool, extra_roots: Sequence[ExtraRoot],
-                progress: Callable[[int, int], None] | None) -> LintResult:
+                progress: Callable[[int, int], None] | None, workers: lint_pool.Workers) -> LintResult:
     started = time.perf_counter()
     config = config or Config()
     discovery = files_mod.discover(paths, config)
@@ -264,7 +281,6 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
     if excluded:
         discovery.files = [sf for sf in discovery.files if sf.path not in excluded]
     options = _Options(config.all_functions, tuple(config.entry_points), config.max_file_size)
-    jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
     total = len(discovery.files)
     checked = 0
 
@@ -298,7 +314,8 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         python_files, registrars=config.custom_op_registrars, entry_points=config.entry_points,
         extra_roots=extra_roots, jobs=jobs, max_file_size=config.max_file_size,
         cache_dir=directory, trust_stat=trust_stat, eager=config.eager_functions,
-        harness=config.harness_functions, uncaptured=config.uncaptured_functions, vendor=config.vendor_exclude)
+        harness=config.harness_functions, uncaptured=config.uncaptured_functions, vendor=config.vendor_exclude,
+        workers=workers)
     for sf in discovery.files:
         known = None
         context = None
@@ -327,7 +344,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         tasks.append((sf.path, sf.display, sf.language, known, context, key))
 
     advance(total - len(tasks))  # the files the cache answered
-    for res in _run_tasks(tasks, options, jobs, done=advance if progress else None):
+    for res in _run_tasks(tasks, options, jobs, done=advance if progress else None, workers=workers):
         sf = by_path[res["path"]]
         found = None
         if res.get("unchanged") and cache is not None:

@@ -284,15 +284,18 @@ def module_names(paths: Iterable[str]) -> dict[str, tuple[str, bool]]:
 _EAGER_LEVELS = 3  # levels of callers followed up from a root to find that only harness/eager code calls it
 
 
-def _summarize_chunk(tasks: list[tuple[str, str, bool, bool, tuple[str, ...], tuple[str, ...], int]]) -> list[dict]:
+def _summarize_chunk(tasks: list[tuple[str, str, bool, bool, tuple[str, ...], tuple[str, ...], int, bool]]
+                     ) -> list[dict]:
     out = []
-    for path, module, is_package, force, registrars, words, max_size in tasks:
-        out.append(_summarize_one(path, module, is_package, force, registrars, words, max_size))
+    for path, module, is_package, force, registrars, words, max_size, keep in tasks:
+        out.append(_summarize_one(path, module, is_package, force, registrars, words, max_size, keep))
     return out
 
 
 def _summarize_one(path: str, module: str, is_package: bool, force: bool, registrars: tuple[str, ...],
-                   words: tuple[str, ...], max_size: int) -> dict:
+                   words: tuple[str, ...], max_size: int, keep: bool = False) -> dict:
+    """One file's cache entry fields and summary. ``keep``: the rules pass of this run will run in this
+    process on files it summarized (``lint_pool.Workers``), so the parsed tree is kept for it."""
     res: dict[str, Any] = {"path": path, "ok": False}
     try:
         st = os.stat(path)
@@ -320,14 +323,23 @@ def _summarize_one(path: str, module: str, is_package: bool, force: bool, regist
     res["seed"] = seed
     if seed or force:
         try:
-            res["summary"] = summary_mod.summarize(source, module, is_package, registrars)
+            tree = summary_mod.parse(source)
+            res["summary"] = summary_mod.summarize(source, module, is_package, registrars, tree)
+            if keep and tree is not None and not res["summary"].get("broken"):
+                lint_pool.keep_tree(path, source, tree)
         except Exception:  # a summary bug must not stop the run; the file is then opaque to the index
             res["summary"] = {"imports": {}, "funcs": {}, "broken": True}
     return res
 
 
-def _run(tasks: list, jobs: int) -> list[dict]:
+def _run(tasks: list, jobs: int, workers: lint_pool.Workers | None = None) -> list[dict]:
+    if workers is not None:
+        return workers.map_chunks(_summarize_chunk, tasks, place=_task_path)
     return lint_pool.map_chunks(_summarize_chunk, tasks, jobs)
+
+
+def _task_path(task: tuple) -> str:
+    return task[0]
 
 
 # --- the cache ----------------------------------------------------------------------------
@@ -406,12 +418,15 @@ class ProjectIndex:
                  extra_roots: Sequence[ExtraRoot] = (), jobs: int = 1, cache_dir: Path | None = None,
                  max_file_size: int = 10**7, trust_stat: bool = True, eager: Sequence[str] = DEFAULT_EAGER,
                  harness: Sequence[str] = DEFAULT_HARNESS, uncaptured: Sequence[str] = DEFAULT_UNCAPTURED,
-                 vendor: Sequence[str] = (), source: str | None = None) -> None:
+                 vendor: Sequence[str] = (), source: str | None = None,
+                 workers: lint_pool.Workers | None = None) -> None:
         """``source``: the text of the one file in ``files``, not read from disk and not cached (the
         no-project mode of ``lint_python``: the file is its own project, with the same roots and scope).
         ``vendor``: the ``vendor-exclude`` globs; a file whose path below the tree's common folder has a part
         with one of their words as a ``_``/``-`` separated token (``backends/triton_ascend/``) is a non-CUDA
-        backend, and what it holds is code engines run outside capture (``vendor_reason``)."""
+        backend, and what it holds is code engines run outside capture (``vendor_reason``).
+        ``workers``: the run's worker processes, kept for the rules pass, which then finds the trees the
+        summaries were made from (``lint_pool.keep_tree``)."""
         self.registrars = tuple(registrars)
         self.eager = ScopeNames(eager)
         self.harness = ScopeNames(harness)
@@ -422,6 +437,7 @@ class ProjectIndex:
         self.entry_points = tuple(e for e in entry_points if e)
         self.extra_roots = tuple(extra_roots)
         self.jobs = jobs
+        self.workers = workers
         self.max_file_size = max_file_size
         words = tuple(sorted({e.rsplit(":", 1)[-1].rsplit(".", 1)[-1] for e in self.entry_points}
                              | {r.rpartition(".")[2] for r in self.registrars}))
@@ -468,7 +484,9 @@ class ProjectIndex:
             taken[path] = None
             module, is_package = self.names[path]
             tasks.append((path, module, is_package, forced, self.registrars, self.words, self.max_file_size))
-        for res in _run(tasks, self.jobs):
+        # trees are kept where the rules pass will run: in the run's workers, or here when it has one job
+        keep = self.workers is not None and (self.workers.jobs <= 1 or self.workers.pooled(len(tasks)))
+        for res in _run([(*task, keep) for task in tasks], self.jobs, self.workers):
             if not res.get("ok"):
                 self.entries[res["path"]] = [None, None, None, 0, False, None, 0]
                 continue

@@ -89,8 +89,10 @@ def lint_python(source: str, path: str, *, all_functions: bool = False,
                 entry_points: Sequence[str] = (), context: dict[str, Any] | None = None,
                 registrars: Sequence[str] = (), eager: Sequence[str] = DEFAULT_EAGER,
                 harness: Sequence[str] = DEFAULT_HARNESS,
-                uncaptured: Sequence[str] = DEFAULT_UNCAPTURED) -> list[Finding]:
+                uncaptured: Sequence[str] = DEFAULT_UNCAPTURED, tree: ast.Module | None = None) -> list[Finding]:
     """Static findings for one Python source text. Never raises.
+
+    ``tree``: ``ast.parse(source)`` when the caller has it already (the tree the project index summarized).
 
     ``context`` (from ``ProjectIndex.context(...).to_dict()``) replaces the
     module-local view: which functions are capture-reachable and why (with the
@@ -111,7 +113,8 @@ def lint_python(source: str, path: str, *, all_functions: bool = False,
             return [_tool_finding("GC002", path, line, 0,
                                   "the file contains a null byte, so it cannot be parsed as Python; not checked")]
         try:
-            tree = ast.parse(source, filename=path)
+            if tree is None:
+                tree = ast.parse(source, filename=path)
         except SyntaxError as exc:
             return [_tool_finding("GC001", path, exc.lineno or 1, max((exc.offset or 1) - 1, 0),
                                   f"syntax error: {exc.msg}; the file was not checked")]

@@ -404,11 +404,21 @@ def _host_only(call: ast.Call) -> bool:
     return bool(_host_only_keys(call, skip=0))
 
 
-def summarize(source: str, module: str, is_package: bool, registrars: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The module's facts; a file that cannot be parsed gives an empty summary (the lint pass reports it)."""
+def parse(source: str) -> ast.Module | None:
+    """``ast.parse(source)``, or None for a file that cannot be parsed."""
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def summarize(source: str, module: str, is_package: bool, registrars: tuple[str, ...] = (),
+              tree: ast.Module | None = None) -> dict[str, Any]:
+    """The module's facts; a file that cannot be parsed gives an empty summary (the lint pass reports it).
+    ``tree``: ``parse(source)`` when the caller has it (it is read, never changed)."""
+    if tree is None:
+        tree = parse(source)
+    if tree is None:
         return {"imports": {}, "funcs": {}, "broken": True}
     try:
         return _Summarizer(tree, source, module, is_package, registrars).run()

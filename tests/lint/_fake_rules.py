@@ -14,7 +14,7 @@ from graphcheck import rules
 from graphcheck.findings import Finding
 
 
-def lint_python(source, path, *, all_functions=False, entry_points=(), context=None):
+def lint_python(source, path, *, all_functions=False, entry_points=(), context=None, tree=None):
     try:
         ast.parse(source)
     except SyntaxError as exc:

@@ -206,7 +206,7 @@ def test_python_suppressions(tree):
 def test_all_functions_and_entry_points_reach_the_rules(tree, monkeypatch):
     seen = {}
 
-    def spy(source, path, *, all_functions=False, entry_points=(), context=None):
+    def spy(source, path, *, all_functions=False, entry_points=(), context=None, tree=None):
         seen[path] = (all_functions, tuple(entry_points))
         return []
 

@@ -502,7 +502,7 @@ def test_the_chain_named_does_not_depend_on_which_worker_finishes_first(tmp_path
     real = project._run
     chains = []
     for order in (lambda r: r, lambda r: list(reversed(r))):
-        monkeypatch.setattr(project, "_run", lambda tasks, jobs, _o=order: _o(real(tasks, jobs)))
+        monkeypatch.setattr(project, "_run", lambda tasks, *a, _o=order: _o(real(tasks, *a)))
         chains.append(ProjectIndex(paths).context(util).reach["helper"][2])
     cache = tmp_path / "cache"
     ProjectIndex(paths[:2], cache_dir=cache)  # a cache that holds some of the files
