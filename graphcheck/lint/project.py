@@ -323,8 +323,9 @@ def _summarize_one(path: str, module: str, is_package: bool, force: bool, regist
     res["seed"] = seed
     if seed or force:
         try:
-            tree = summary_mod.parse(source)
-            res["summary"] = summary_mod.summarize(source, module, is_package, registrars, tree)
+            tree = summary_mod.parse(source)  # None: a file that does not parse, opaque to the index
+            res["summary"] = (summary_mod.summarize(source, module, is_package, registrars, tree)
+                              if tree is not None else {"imports": {}, "funcs": {}, "broken": True})
             if keep and tree is not None and not res["summary"].get("broken"):
                 lint_pool.keep_tree(path, source, tree)
         except Exception:  # a summary bug must not stop the run; the file is then opaque to the index
