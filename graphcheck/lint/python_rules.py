@@ -39,12 +39,13 @@ from graphcheck.lint import callers, capture_sites
 from graphcheck.lint.closures import ModuleFacts
 from graphcheck.lint.coldpaths import BRANCH_KINDS, CACHE_MISS, OPT_IN, OPTIONAL_ARGUMENT
 from graphcheck.lint.files import glob_regex, python_lines
+from graphcheck.lint.ranks import DEAD_BRANCH, Dead, dead_branches
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, RANDOM_FACTORIES, is_builtin, is_cpu_device
 
 _TEXT_LIMIT = 60
 # evidence "path" of findings on paths capture does not run
-_COLD_KINDS = (CACHE_MISS, OPTIONAL_ARGUMENT, *BRANCH_KINDS)
+_COLD_KINDS = (CACHE_MISS, OPTIONAL_ARGUMENT, DEAD_BRANCH, *BRANCH_KINDS)
 # a reach reason that names a capture site (the kernel's first call may be inside the capture)
 _CAPTURE_SITE = re.compile(r"torch\.cuda\.graph|capture_begin|make_graphed_callables|recorded")
 # What each host read found by Facts.sync_kind does, after "`<the call>` "; {where} names the capture path.
@@ -359,6 +360,7 @@ class _FunctionChecker:
         self._derived: list[tuple[int, int]] = []  # (finding index, line of the sync it follows from)
         self.host_alloc = _host_allocation(info, self.aliases.resolve)  # a CPU allocation: a host implementation
         self._regions: list[capture_sites.Region] | None = None  # the function's capture regions, when asked
+        self._dead: list[Dead] | None = None  # branches the function's rank reads rule out, when asked
 
     def report(self, code: str, node: ast.AST, message: str, **evidence: object) -> None:
         if self.facts.off_capture and self.facts.off_capture_path(node.lineno):  # type: ignore[attr-defined]
@@ -389,7 +391,14 @@ class _FunctionChecker:
     def cold_path(self, line: int, col: int) -> tuple[str, str, bool] | None:
         """(why, kind, milder) when ``line`` runs only on a first use or without an optional argument:
         a cached body, a cache-miss block, a function called only on a cache miss, an ``if p is None:``
-        fallback. The fallback stays an error when a caller the project knows omits ``p`` (or passes None)."""
+        fallback. The fallback stays an error when a caller the project knows omits ``p`` (or passes None).
+        A branch that a rank read before it rules out (``graphcheck.lint.ranks``) is one too."""
+        if self._dead is None:
+            node = self.info.node
+            self._dead = dead_branches(node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+        for dead in self._dead:
+            if dead.start <= line <= dead.end:
+                return f"it is in {dead.why}", DEAD_BRANCH, True
         first = self.facts.first_use_at(line, col)
         if first is not None:
             return f"it runs only {first.why}", first.kind, True
