@@ -34,14 +34,19 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graphcheck.findings import Finding, Severity
+
+if TYPE_CHECKING:
+    from graphcheck.lint.cpp_rules import Region
 
 _CACHE_FILE = "cpp-callers-v3.json"
 _DEPTH = 3  # how many levels of callers are followed before a caller is assumed live
 _BUDGET = 256  # names looked up per run at most (each a pass over the files); past it, callers are assumed live
 _LIVE = "<live>"
 _TIMING = "<timing>"  # first element of a verdict: the function is kernel-timing code or only such code calls it
+_BUILD = "<constructor>"  # first element of a verdict: only class constructors call the function
 # words of a C++ function name that say it times or profiles kernels (`timing_loop_flush_cache_impl`)
 _TIMING_WORDS = frozenset({"timing", "timer", "profile", "profiling", "profiler", "benchmark", "benchmarking",
                            "bench"})
@@ -74,15 +79,31 @@ class _CppFile:
         self._branches: tuple[dict[int, int], list[int]] | None = None
         # name -> {referring function: whether every reference it makes sits in a timing branch}
         self.timed: dict[str, dict[str, bool]] = {}
+        # name -> {referring function: whether every reference it makes sits in a class constructor}
+        self.built: dict[str, dict[str, bool]] = {}
+        self._ctor_of: dict[int, bool] = {}  # region start -> whether the region is a constructor
 
-    def _in_timing_branch(self, pos: int, floor: int) -> bool:
+    def _brackets(self) -> tuple[dict[int, int], list[int]]:
         from graphcheck.lint import cpp_rules
 
         if self._branches is None:
             pairs = cpp_rules._bracket_pairs(self.text)
             self._branches = (pairs, sorted(k for k, v in pairs.items() if k < v and self.text[k] == "{"))
-        pairs, opens = self._branches
+        return self._branches
+
+    def _in_timing_branch(self, pos: int, floor: int) -> bool:
+        from graphcheck.lint import cpp_rules
+
+        pairs, opens = self._brackets()
         return cpp_rules.timing_branch(self.text, pos, pairs, opens, floor) is not None
+
+    def _in_constructor(self, region: Region) -> bool:
+        from graphcheck.lint import cpp_rules
+
+        if region.start not in self._ctor_of:
+            pairs, opens = self._brackets()
+            self._ctor_of[region.start] = cpp_rules.constructor_class(self.text, region, pairs, opens) is not None
+        return self._ctor_of[region.start]
 
     def referrers(self, name: str) -> set[str]:
         """Names of the functions that reference ``name`` here; ``_LIVE`` for a reference at file scope or in a
@@ -109,6 +130,8 @@ class _CppFile:
                 out.add(region.name)
                 timed = self.timed.setdefault(name, {})
                 timed[region.name] = timed.get(region.name, True) and self._in_timing_branch(p, region.start)
+                built = self.built.setdefault(name, {})
+                built[region.name] = built.get(region.name, True) and self._in_constructor(region)
         return out
 
     def _bound_op(self, at: int) -> str | None:
@@ -241,6 +264,7 @@ class CallerIndex:
         self._cpp = sources.cpp
         self._referrers: dict[str, set[str]] = {}
         self._timed: dict[str, dict[str, bool]] = {}  # name -> {caller: every reference in a timing branch}
+        self._built: dict[str, dict[str, bool]] = {}  # name -> {caller: every reference in a constructor}
         self._py_trees = sources.py_trees
 
     def _index(self) -> list[bytes]:
@@ -291,6 +315,9 @@ class CallerIndex:
                 timed = self._timed.setdefault(name, {})
                 for caller, all_timed in cpp.timed.get(name, {}).items():
                     timed[caller] = timed.get(caller, True) and all_timed
+                built = self._built.setdefault(name, {})
+                for caller, all_built in cpp.built.get(name, {}).items():
+                    built[caller] = built.get(caller, True) and all_built
                 if _LIVE in out:
                     break
             self._referrers[name] = out
@@ -387,6 +414,30 @@ class CallerIndex:
         return callers
 
 
+    def constructor_only(self, name: str, depth: int | None = None,
+                         visiting: frozenset[str] = frozenset()) -> list[str] | None:
+        """The callers of ``name`` when every reference to it sits in a class constructor (``X::X(...)``, or
+        ``X(...)`` inside ``class X {``), or in a function only constructors call, followed ``follow`` levels;
+        else None. Objects are built once, when a layer or its weights are set up (``new QMatrix(...)``)."""
+        if depth is None:
+            depth = self.follow
+        refs = self.referrers(name)
+        if _LIVE in refs:
+            return None
+        callers = sorted(refs - visiting - {name})
+        if not callers:
+            return None
+        built = self._built.get(name, {})
+        for caller in callers:
+            if caller.startswith((_OP, _PY)):
+                return None
+            if built.get(caller):
+                continue
+            if depth <= 0 or self.constructor_only(caller, depth - 1, visiting | {name}) is None:
+                return None
+        return callers
+
+
 def timing_function(name: str) -> bool:
     """Whether a C++ function's name says it times or profiles kernels (``timing_loop_impl``, ``run_profiler``)."""
     from graphcheck.lint.cpp_rules import _name_words
@@ -455,6 +506,14 @@ def _demoted(f: Finding, callers: list[str]) -> Finding:
                    + ", ".join(f"`{_shown(c)}`" for c in timers[:3]) + (", ..." if len(timers) > 3 else ""))
         return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
                                    evidence={**f.evidence, "callers": timers, "caller_check": "timing"})
+    if callers and callers[0] == _BUILD:
+        builders = callers[1:]
+        why = (f"`{name}` is only called from class constructors (or from functions only they call), which build "
+               "an object once, normally at load time when a layer or its weights are set up: "
+               + ", ".join(f"`{_shown(c)}`" for c in builders[:3]) + (", ..." if len(builders) > 3 else ""))
+        return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
+                                   evidence={**f.evidence, "callers": builders, "caller_check": "constructor",
+                                             "path": "constructor"})
     if callers:
         why = (f"no caller was found in the linted tree: `{name}` is only called from "
                + ", ".join(f"`{_shown(c)}`" for c in callers[:3]) + (", ..." if len(callers) > 3 else "")
@@ -485,6 +544,9 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
             if verdict is None:
                 timers = index.timing_only(name)
                 verdict = None if timers is None else [_TIMING, *timers]
+            if verdict is None:
+                builders = index.constructor_only(name)
+                verdict = None if builders is None else [_BUILD, *builders]
             verdicts[name] = verdict
         _save(cache_dir, key, verdicts)
     out: dict[str, list[Finding]] = {}

@@ -839,6 +839,42 @@ _PREFILTER = ("<<<", "aunch", "ynchronize", "StreamQuery", "cudaMemcpy", "cuMemc
               "DefaultCUDAStream", "cudaMalloc", "cuMemAlloc", "tream")
 
 
+def constructor_class(text: str, region: Region, pairs: dict[int, int], opens: list[int]) -> str | None:
+    """The class whose constructor ``region`` is, or None: ``X::X(...) {`` out of the class, ``X(...) {`` inside
+    ``class X {`` / ``struct X {``. A destructor (``~X``) is not one."""
+    name = region.name
+    if not name or not name.isidentifier() or _is_all_caps(name):
+        return None
+    window = max(0, region.start - 3000)
+    last = None
+    for m in re.compile(r"(~\s*)?(?<![\w~])" + re.escape(name) + r"\s*\(").finditer(text, window, region.start):
+        last = m
+    if last is None or last.group(1):
+        return None
+    before = text[max(window, last.start() - 300) : last.start()]
+    qual = re.search(r"(?<![\w:])([A-Za-z_]\w*)\s*(?:<[^<>;{}()]*>\s*)?::\s*$", before)
+    if qual is not None:
+        return name if qual.group(1) == name else None
+    # in-class: the innermost brace around the body opens `class X {` / `struct X ... {`
+    idx = bisect.bisect_left(opens, region.start) - 1
+    steps = 0
+    while idx >= 0 and steps < 4096:
+        k = opens[idx]
+        if pairs.get(k, -1) > region.start:
+            head = text[max(0, k - 400) : k]
+            cut = max(head.rfind(";"), head.rfind("}"), head.rfind("{"))
+            if re.search(r"\b(?:class|struct)\b[^;{}]*?\b" + re.escape(name) + r"\b[^;{}]*$", head[cut + 1 :]):
+                return name
+            return None
+        idx -= 1
+        steps += 1
+    return None
+
+
+def _is_all_caps(name: str) -> bool:
+    return name.upper() == name and any(c.isalpha() for c in name)
+
+
 def lint_cpp(source: str, path: str) -> list[Finding]:
     """All C++ findings in ``source`` (suppressions are applied by the caller).
 
@@ -1073,6 +1109,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
                     call = f"{name}.run(...)" if is_run else f"{name}(...)"
                     add("GC201", f"`{call}` launches the CUTLASS kernel on {why}", cm.start(), region.name,
                         call=call)
+    built: dict[Region, str | None] = {}
     for i, (f, pos) in enumerate(zip(findings, positions)):  # only kernel timing runs it: a warning
         if f.severity is not Severity.ERROR:
             continue
@@ -1083,6 +1120,17 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
                 f, severity=Severity.WARNING, evidence={**f.evidence, "path": "timing branch"},
                 message=f"{f.message}; it runs only when `{flag}` is set, to time kernels, which engines do not "
                 "capture")
+            continue
+        if region is None:
+            continue
+        if region not in built:
+            built[region] = constructor_class(text, region, pairs, opens)
+        cls = built[region]
+        if cls is not None:  # object construction: weights repacked when a layer is built
+            findings[i] = dataclasses.replace(
+                f, severity=Severity.WARNING, evidence={**f.evidence, "path": "constructor"},
+                message=f"{f.message}; it runs in the constructor of `{cls}`, when a `{cls}` is built (normally "
+                "once, at load time, when the layer or its weights are set up), not per call")
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     return findings
 
