@@ -11,6 +11,9 @@ other place of a C++ file (a call, ``&f`` in a pybind ``m.def`` or a
 ``TORCH_LIBRARY``/``PYBIND11_MODULE`` block is live when no Python file names it (outside callers) or
 when a Python use of it is live; a use inside a private Python function (``_f``, or any function of a
 private module such as ``_custom_ops.py``) is live only through that function's own live uses.
+An op that only tests and benchmarks name in Python (a ``test``/``bench``/``benchmarks`` folder, ``test_*.py``,
+``bench_*.py``), while other Python names another op bound in the same C++ file, is reached only from them (the
+package wraps its ops one by one, and not this one): its function's errors are warnings that say so.
 A reference from another function counts only if that function is itself referenced
 (followed a few levels, then assumed live); a reference at file scope or inside a
 macro-named block (``PYBIND11_MODULE``, ``TORCH_LIBRARY``) is a binding, so live.
@@ -47,6 +50,9 @@ _BUDGET = 256  # names looked up per run at most (each a pass over the files); p
 _LIVE = "<live>"
 _TIMING = "<timing>"  # first element of a verdict: the function is kernel-timing code or only such code calls it
 _BUILD = "<constructor>"  # first element of a verdict: only class constructors call the function
+_HARNESS = "<harness>"  # first element of a verdict: bound as an op only test/benchmark files name
+_HARNESS_DIRS = frozenset({"test", "tests", "testing", "bench", "benchmark", "benchmarks"})
+_HARNESS_FILE = re.compile(r"^(?:test_.*|.*_test|bench_.*|benchmark_.*)\.py$")
 # words of a C++ function name that say it times or profiles kernels (`timing_loop_flush_cache_impl`)
 _TIMING_WORDS = frozenset({"timing", "timer", "profile", "profiling", "profiler", "benchmark", "benchmarking",
                            "bench"})
@@ -222,6 +228,9 @@ class LintedSources:
 
     def __init__(self, files: Sequence[tuple[str, str]]):
         self.files = list(files)
+        self._harness: set[int] | None = None  # Python files that are tests or benchmarks, by their path
+        # op -> (the test/benchmark files that name it, an op of the same binding file other Python names)
+        self.harness_only: dict[str, tuple[list[str], str]] = {}
         self._data: list[bytes] | None = None
         self._at: dict[str, int] | None = None
         self.cpp: dict[int, _CppFile | None] = {}
@@ -299,8 +308,12 @@ class CallerIndex:
             if name.startswith(_OP) and not any(self.files[i][1] == "python" for i in mentions):
                 mentions = []
                 out.add(_LIVE)  # an op no Python file in the tree names: callers outside the tree
+            # only tests and benchmarks name it in Python, not the package that wraps its sibling ops
+            harness = not name.startswith(_PY) and self._harness_use(bare, mentions) is not None
             for i in mentions:
                 if self.files[i][1] == "python":
+                    if harness:
+                        continue
                     out |= self._python_referrers(i, bare, own=name.startswith(_PY))
                     if _LIVE in out:
                         break
@@ -322,6 +335,45 @@ class CallerIndex:
                     break
             self._referrers[name] = out
         return self._referrers[name]
+
+    def _is_harness(self, i: int) -> bool:
+        """Python file ``i`` is a test or a benchmark by its path below the linted tree's common folder."""
+        if self._harness is None:
+            paths = [path for path, language in self.files if language == "python"]
+            try:
+                top = os.path.commonpath(paths) if len(paths) > 1 else os.path.dirname(paths[0]) if paths else ""
+            except ValueError:
+                top = ""
+            self._harness = set()
+            for j, (path, language) in enumerate(self.files):
+                if language != "python":
+                    continue
+                parts = os.path.relpath(path, top).split(os.sep) if top else Path(path).parts[-2:]
+                if any(p in _HARNESS_DIRS for p in parts[:-1]) or _HARNESS_FILE.match(parts[-1]):
+                    self._harness.add(j)
+        return i in self._harness
+
+    def _harness_use(self, op: str, mentions: list[int]) -> tuple[list[str], str] | None:
+        """(the test/benchmark files naming ``op``, a sibling op) when every Python file naming ``op`` is a test
+        or a benchmark while other Python names another op bound in the same C++ file (the package wraps its
+        ops one by one, and not this one); else None."""
+        users = [i for i in mentions if self.files[i][1] == "python"]
+        if not users or not all(self._is_harness(i) for i in users):
+            return None
+        for i in mentions:
+            if self.files[i][1] != "cpp":
+                continue
+            source = self._index()[i].decode("utf-8", "replace")
+            bound = [m.group(2) for m in _DEF_CALL.finditer(source)]
+            if op not in bound:
+                continue
+            for sibling in list(dict.fromkeys(bound))[:64]:
+                if sibling != op and any(self.files[j][1] == "python" and not self._is_harness(j)
+                                         for j in self._mentions(sibling)):
+                    shown = sorted(Path(self.files[j][0]).name for j in users)
+                    self.harness_only[op] = (shown, sibling)
+                    return self.harness_only[op]
+        return None
 
     def _py_tree(self, i: int) -> ast.Module | None:
         """Python file ``i`` parsed once per run; None when it does not parse."""
@@ -506,6 +558,15 @@ def _demoted(f: Finding, callers: list[str]) -> Finding:
                    + ", ".join(f"`{_shown(c)}`" for c in timers[:3]) + (", ..." if len(timers) > 3 else ""))
         return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
                                    evidence={**f.evidence, "callers": timers, "caller_check": "timing"})
+    if callers and callers[0] == _HARNESS:
+        op, sibling, users = callers[1], callers[2], callers[3:]
+        shown = ", ".join(f"`{u}`" for u in users[:3]) + (", ..." if len(users) > 3 else "")
+        why = (f"`{name}` is bound as op `{op}`, which only tests or benchmarks name ({shown}); "
+               f"the tree's Python names other ops of the same extension (`{sibling}`) but not this one, so no "
+               "library or application code in the tree runs it")
+        return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
+                                   evidence={**f.evidence, "callers": [op], "harness_callers": users,
+                                             "caller_check": "test/benchmark callers only"})
     if callers and callers[0] == _BUILD:
         builders = callers[1:]
         why = (f"`{name}` is only called from class constructors (or from functions only they call), which build "
@@ -541,6 +602,10 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
         verdicts = {}
         for name in names:
             verdict = [_TIMING] if timing_function(name) else index.uncalled(name)
+            ops = [c[len(_OP):] for c in verdict or () if c.startswith(_OP) and c[len(_OP):] in index.harness_only]
+            if verdict and len(ops) == len(verdict):  # reached only through ops only tests/benchmarks name
+                users, sibling = index.harness_only[ops[0]]
+                verdict = [_HARNESS, ops[0], sibling, *users]
             if verdict is None:
                 timers = index.timing_only(name)
                 verdict = None if timers is None else [_TIMING, *timers]
