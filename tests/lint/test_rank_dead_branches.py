@@ -8,24 +8,9 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from graphcheck.lint.python_rules import lint_python
+from lint_trees import lint_module as lint
+
 from graphcheck.lint.ranks import dead_branches
-
-KERNEL = textwrap.dedent('''
-    import torch
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def kern(x_ptr, n, BLOCK: tl.constexpr):
-        pass
-''')
-
-
-def lint(body: str):
-    src = KERNEL + textwrap.dedent(body)
-    return sorted((f.code, f.severity.value, src.splitlines()[f.line - 1].strip(), f.message)
-                  for f in lint_python(src, "m.py"))
 
 
 def dead(body: str) -> list[tuple[int, int]]:
