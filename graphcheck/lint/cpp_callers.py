@@ -228,9 +228,6 @@ class LintedSources:
 
     def __init__(self, files: Sequence[tuple[str, str]]):
         self.files = list(files)
-        self._harness: set[int] | None = None  # Python files that are tests or benchmarks, by their path
-        # op -> (the test/benchmark files that name it, an op of the same binding file other Python names)
-        self.harness_only: dict[str, tuple[list[str], str]] = {}
         self._data: list[bytes] | None = None
         self._at: dict[str, int] | None = None
         self.cpp: dict[int, _CppFile | None] = {}
@@ -275,6 +272,9 @@ class CallerIndex:
         self._timed: dict[str, dict[str, bool]] = {}  # name -> {caller: every reference in a timing branch}
         self._built: dict[str, dict[str, bool]] = {}  # name -> {caller: every reference in a constructor}
         self._py_trees = sources.py_trees
+        self._harness: set[int] | None = None  # Python files that are tests or benchmarks, by their path
+        # op -> (the test/benchmark files that name it, an op of the same binding file other Python names)
+        self.harness_only: dict[str, tuple[list[str], str]] = {}
 
     def _index(self) -> list[bytes]:
         """Each file's bytes, read once; a query is a substring search per file, confirmed as a whole word."""
