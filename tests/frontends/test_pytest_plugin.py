@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -22,19 +23,31 @@ def _cuda() -> bool:
 
 @pytest.fixture(scope="module", autouse=True)
 def _preimported(tmp_path_factory):
-    """pytester's in-process runs drop the modules first imported inside them, and some of torch's and
-    triton's cannot be imported twice in one process; so one case is checked out here first, which
-    imports everything a check needs."""
+    """pytester's in-process runs drop every module first imported inside them. Libraries must stay: torch
+    registers process-wide op libraries on import (a second import fails, "Only a single TORCH_LIBRARY ...")
+    and keeps references into sympy and numpy, so the runs drop only the modules they load from the temporary
+    folders (the throwaway repositories); and one case is checked out here first, which imports everything a
+    check needs."""
+    from _pytest import pytester as pytester_module
+
     from graphcheck.audit import run_cases
 
     path = tmp_path_factory.mktemp("warm") / "warm_ops.py"
     path.write_text(OPS)
     run_cases([str(path)], gpu="off", examples=2)
-    # torch.testing.assert_close imports torch.distributed.tensor on first use (torch 2.13), whose op library
-    # registers once per process: dropped after an inner run, a later test's assert_close re-registers and fails
-    import torch
+    temp = str(tmp_path_factory.getbasetemp().resolve())
+    snapshot_init = pytester_module.SysModulesSnapshot.__init__
 
-    torch.testing.assert_close(torch.ones(2), torch.ones(2))
+    def from_library(name: str) -> bool:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        return not (file and os.path.realpath(file).startswith(temp + os.sep))
+
+    def keeping(self, preserve=None):
+        snapshot_init(self, preserve=lambda name: from_library(name) or bool(preserve and preserve(name)))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pytester_module.SysModulesSnapshot, "__init__", keeping)
+        yield
 
 
 @pytest.fixture
