@@ -35,7 +35,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -442,35 +442,26 @@ class CallerIndex:
         return callers
 
 
-    def timing_only(self, name: str, depth: int | None = None,
-                    visiting: frozenset[str] = frozenset()) -> list[str] | None:
+    def timing_only(self, name: str) -> list[str] | None:
         """The callers of ``name`` when every one of them is kernel-timing code (a function whose name says
         timing or profiling, a call under ``if (s.time_kernel_)``, or a function only such code calls, followed
         ``follow`` levels), else None."""
-        if depth is None:
-            depth = self.follow
-        refs = self.referrers(name)
-        if _LIVE in refs:
-            return None
-        callers = sorted(refs - visiting - {name})
-        if not callers:
-            return None
-        timed = self._timed.get(name, {})
-        for caller in callers:
-            if caller.startswith((_OP, _PY)):
-                return None
-            if timing_function(caller) or timed.get(caller):
-                continue
-            if depth <= 0 or self.timing_only(caller, depth - 1, visiting | {name}) is None:
-                return None
-        return callers
+        timed = self._timed
+        return self._only_callers(name, lambda callee, caller: timing_function(caller)
+                                  or bool(timed.get(callee, {}).get(caller)))
 
-
-    def constructor_only(self, name: str, depth: int | None = None,
-                         visiting: frozenset[str] = frozenset()) -> list[str] | None:
+    def constructor_only(self, name: str) -> list[str] | None:
         """The callers of ``name`` when every reference to it sits in a class constructor (``X::X(...)``, or
         ``X(...)`` inside ``class X {``), or in a function only constructors call, followed ``follow`` levels;
         else None. Objects are built once, when a layer or its weights are set up (``new QMatrix(...)``)."""
+        built = self._built
+        return self._only_callers(name, lambda callee, caller: bool(built.get(callee, {}).get(caller)))
+
+    def _only_callers(self, name: str, in_role: Callable[[str, str], bool], depth: int | None = None,
+                      visiting: frozenset[str] = frozenset()) -> list[str] | None:
+        """The C++ callers of ``name`` when each one calls it in the role ``in_role(callee, caller)`` says, or
+        is itself called only so (followed ``follow`` levels); None when any reference is live, Python or an
+        op binding, or when nothing calls it."""
         if depth is None:
             depth = self.follow
         refs = self.referrers(name)
@@ -479,13 +470,12 @@ class CallerIndex:
         callers = sorted(refs - visiting - {name})
         if not callers:
             return None
-        built = self._built.get(name, {})
         for caller in callers:
             if caller.startswith((_OP, _PY)):
                 return None
-            if built.get(caller):
+            if in_role(name, caller):
                 continue
-            if depth <= 0 or self.constructor_only(caller, depth - 1, visiting | {name}) is None:
+            if depth <= 0 or self._only_callers(caller, in_role, depth - 1, visiting | {name}) is None:
                 return None
         return callers
 
