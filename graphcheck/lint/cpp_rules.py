@@ -39,6 +39,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from graphcheck import rules
@@ -683,6 +684,17 @@ def _env_switch(cond: str, text: str, brace: int) -> bool:
     return decl is not None
 
 
+def _enclosing(text: str, pos: int, pairs: dict[int, int], opens: list[int], floor: int = 0) -> Iterator[int]:
+    """The opening braces of the blocks around ``pos``, innermost first (at most 64 braces looked at, none
+    before ``floor``)."""
+    idx = bisect.bisect_left(opens, pos) - 1
+    for b in opens[max(0, idx - 63) : idx + 1][::-1]:
+        if b < floor:
+            return
+        if pairs.get(b, len(text)) >= pos:
+            yield b
+
+
 def in_non_capture_branch(text: str, pos: int, pairs: dict[int, int], opens: list[int]) -> bool:
     """Whether ``pos`` sits in a branch the code itself keeps off the graph path: the ``else`` of
     ``if (use_cuda_graph)``, the body of ``if (!is_capturing)`` / ``if (graph_mode == false)``, a one-time
@@ -692,15 +704,7 @@ def in_non_capture_branch(text: str, pos: int, pairs: dict[int, int], opens: lis
     stmt_start = max(text.rfind(";", 0, pos), text.rfind("}", 0, pos), max(0, pos - 400))
     if _ONE_TIME.search(text, max(stmt_start, 0), pos) or _ONE_TIME.search(text, max(0, line_start - 200), pos):
         return True
-    idx = bisect.bisect_left(opens, pos) - 1
-    steps = 0
-    while idx >= 0 and steps < 64:
-        b = opens[idx]
-        idx -= 1
-        steps += 1
-        close = pairs.get(b, len(text))
-        if close < pos:
-            continue
+    for b in _enclosing(text, pos, pairs, opens):
         cond = _condition_before(text, b, pairs)
         if cond is not None and (_NEGATED_FLAG.match(cond) or _cache_miss(cond) or _env_switch(cond, text, b)):
             return True
@@ -736,16 +740,7 @@ def _timing_flag(cond: str) -> str | None:
 def timing_branch(text: str, pos: int, pairs: dict[int, int], opens: list[int], floor: int = 0) -> str | None:
     """The timing flag when ``pos`` runs only while kernels are timed: inside ``if (s.time_kernel_) { ... }``, or
     after ``if (!s.time_kernel_) { ...; return ...; }`` in the same function (which starts at ``floor``)."""
-    idx = bisect.bisect_left(opens, pos) - 1
-    steps = 0
-    while idx >= 0 and steps < 64:
-        b = opens[idx]
-        idx -= 1
-        steps += 1
-        if b < floor:
-            break
-        if pairs.get(b, len(text)) < pos:
-            continue
+    for b in _enclosing(text, pos, pairs, opens, floor):
         cond = _condition_before(text, b, pairs)
         flag = _timing_flag(cond) if cond is not None else None
         if flag is not None:
