@@ -441,7 +441,6 @@ class CallerIndex:
                 return None
         return callers
 
-
     def timing_only(self, name: str) -> list[str] | None:
         """The callers of ``name`` when every one of them is kernel-timing code (a function whose name says
         timing or profiling, a call under ``if (s.time_kernel_)``, or a function only such code calls, followed

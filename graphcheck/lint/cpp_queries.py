@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from graphcheck.findings import Finding, Severity
 
-_MAX_FILE = 8 * 1024 * 1024
+if TYPE_CHECKING:
+    from graphcheck.lint.cpp_callers import LintedSources
+
 _NULL_STREAMS = ("0", "nullptr", "NULL", "0L", "cudaStreamLegacy", "(cudaStream_t)0", "(cudaStream_t) 0")
 
 
@@ -85,12 +88,11 @@ class _Parsed:
         return name, cpp_rules._split_args(self.text, open_paren + 1, close, self.pairs)
 
 
-def _read(path: str) -> _Parsed | None:
+def _read(path: str, sources: LintedSources) -> _Parsed | None:
     from graphcheck.lint.files import decode
 
     try:
-        with open(path, "rb") as fh:
-            source = decode(fh.read(_MAX_FILE), "cpp")
+        source = decode(sources.read(path), "cpp")
         return _Parsed(source.replace("\r\n", "\n").replace("\r", "\n"))
     except (OSError, ValueError, LookupError, SyntaxError, RecursionError):
         return None
@@ -100,26 +102,28 @@ def _null_stream(value: object) -> bool:
     return isinstance(value, str) and " ".join(value.split()) in _NULL_STREAMS
 
 
-def drop_size_queries(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]]) -> dict[str, list[Finding]]:
+def drop_size_queries(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
+                      sources: LintedSources | None = None) -> dict[str, list[Finding]]:
     """``raw`` without the GC201 errors on a null stream that are workspace-size queries of a callee defined in
-    another C++ file of ``files`` (``(path, language)`` of every linted file)."""
+    another C++ file of ``files`` (``(path, language)`` of every linted file). ``sources`` shares the files'
+    bytes with the run's other caller passes."""
     from graphcheck.lint import cpp_rules
     from graphcheck.lint.cpp_callers import CallerIndex
 
-    cpp_paths = [path for path, language in files if language == "cpp"]
-    cpp_set = set(cpp_paths)
+    files = list(files)
+    cpp_set = {path for path, language in files if language == "cpp"}
     asked = {path: [f for f in found if f.code == "GC201" and f.severity is Severity.ERROR
                     and _null_stream(f.evidence.get("stream"))]
              for path, found in raw.items() if path in cpp_set}
     asked = {path: found for path, found in asked.items() if found}
     if not asked:
         return raw
-    index = CallerIndex([(path, "cpp") for path in cpp_paths])
+    index = CallerIndex(files, sources)
     parsed: dict[str, _Parsed | None] = {}
 
     def file(path: str) -> _Parsed | None:
         if path not in parsed:
-            parsed[path] = _read(path)
+            parsed[path] = _read(path, index.sources)
         return parsed[path]
 
     definitions: dict[tuple[str, int], tuple[_Parsed, cpp_rules._SizeQueries] | None] = {}
@@ -130,7 +134,9 @@ def drop_size_queries(raw: dict[str, list[Finding]], files: Sequence[tuple[str, 
         if key not in definitions:
             found: list[_Parsed] = []
             for i in index._mentions(name):
-                p = file(cpp_paths[i])
+                if files[i][1] != "cpp":
+                    continue
+                p = file(files[i][0])
                 if p is None:
                     continue
                 fits = [r for r in p.regions if r.name == name and r.params is not None

@@ -372,8 +372,8 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         from graphcheck.lint.cpp_queries import drop_size_queries
 
         linted = [(sf.path, sf.language) for sf in discovery.files]
-        raw = drop_size_queries(raw, linted)  # size queries of a callee defined in another file launch nothing
-        sources = LintedSources(linted)  # the tree's bytes, read (if at all) once for both caller passes
+        sources = LintedSources(linted)  # the tree's bytes, read (if at all) once for the caller passes
+        raw = drop_size_queries(raw, linted, sources)  # size queries of a callee defined elsewhere launch nothing
         raw = demote_uncalled(raw, linted, directory, sources)
         raw = demote_cold_ops(raw, linted, project, sources)  # ops only load-time or uncaptured Python calls: warnings
         raw, _ = demote_unreachable(raw, linted, project, sources)  # no capture reaches the tree's C++: warnings
