@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from graphcheck import rules
 from graphcheck.findings import Finding, Severity
+from graphcheck.lint.coldpaths import name_words, timing_name
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RAW_PREFIX = re.compile(r'(?:u8|u|U|L)?R"([^()\\\s]{0,16})\(')
@@ -618,9 +619,8 @@ _WEIGHT_NOUNS = frozenset({"weight", "weights", "int4b", "qweight", "wq"})
 
 
 def _name_words(name: str) -> set[str]:
-    spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", spaced)
-    return {w.lower() for w in spaced.split("_") if w}
+    """The lower-case words of a C++ name (``configureKernel`` -> {"configure", "kernel"})."""
+    return set(name_words(name))
 
 
 def is_setup_function(name: str | None) -> bool:
@@ -728,8 +728,6 @@ def _timing_flag(cond: str) -> str | None:
     """The flag of a timing test, ``s.time_kernel_``, ``timing``, ``cfg.benchmark``, or None: a condition that
     is one member chain (no ``!``) whose last name says kernel timing or profiling
     (``graphcheck.lint.coldpaths.timing_name``)."""
-    from graphcheck.lint.coldpaths import timing_name
-
     m = re.fullmatch(r"\s*([A-Za-z_][\w.>:-]*?)\s*(?:\(\s*\))?\s*", cond)
     if m is None:
         return None
