@@ -278,6 +278,9 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
     config = config or Config()
     discovery = files_mod.discover(paths, config)
     excluded = _default_excluded(discovery.files, paths, config.default_exclude + config.vendor_exclude)
+    # a linted tree: its excluded Python files (tests, benchmarks) still refer to launchers (graphcheck.lint.deadcode)
+    references = ([sf.path for sf in discovery.files if sf.path in excluded and sf.language == "python"]
+                  if any(os.path.isdir(p) for p in paths) else None)
     if excluded:
         discovery.files = [sf for sf in discovery.files if sf.path not in excluded]
     options = _Options(config.all_functions, tuple(config.entry_points), config.max_file_size)
@@ -315,7 +318,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         extra_roots=extra_roots, jobs=jobs, max_file_size=config.max_file_size,
         cache_dir=directory, trust_stat=trust_stat, eager=config.eager_functions,
         harness=config.harness_functions, uncaptured=config.uncaptured_functions, vendor=config.vendor_exclude,
-        workers=workers)
+        workers=workers, references=references)
     for sf in discovery.files:
         known = None
         context = None

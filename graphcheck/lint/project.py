@@ -40,6 +40,7 @@ from typing import Any
 
 from graphcheck.config import DEFAULT_EAGER, DEFAULT_HARNESS, DEFAULT_UNCAPTURED, UNCAPTURED_GROUPS
 from graphcheck.lint import callers as callers_mod
+from graphcheck.lint import deadcode
 from graphcheck.lint import pool as lint_pool
 from graphcheck.lint import summary as summary_mod
 from graphcheck.lint.scope import (
@@ -213,7 +214,7 @@ class Reach:
     reason: str  # the phrase after "which": "launches Triton kernel `k`", "is called from `f`, which ..."
     root: str  # dotted name of the root
     chain: list[str]  # dotted names, root first, this function last
-    guess: bool  # the root or a link of the chain is a heuristic
+    guess: bool | str  # the root or a link of the chain is a heuristic ("unreferenced": a dead launcher)
 
 
 @dataclasses.dataclass
@@ -420,14 +421,17 @@ class ProjectIndex:
                  max_file_size: int = 10**7, trust_stat: bool = True, eager: Sequence[str] = DEFAULT_EAGER,
                  harness: Sequence[str] = DEFAULT_HARNESS, uncaptured: Sequence[str] = DEFAULT_UNCAPTURED,
                  vendor: Sequence[str] = (), source: str | None = None,
-                 workers: lint_pool.Workers | None = None) -> None:
+                 workers: lint_pool.Workers | None = None, references: Sequence[str] | None = None) -> None:
         """``source``: the text of the one file in ``files``, not read from disk and not cached (the
         no-project mode of ``lint_python``: the file is its own project, with the same roots and scope).
         ``vendor``: the ``vendor-exclude`` globs; a file whose path below the tree's common folder has a part
         with one of their words as a ``_``/``-`` separated token (``backends/triton_ascend/``) is a non-CUDA
         backend, and what it holds is code engines run outside capture (``vendor_reason``).
         ``workers``: the run's worker processes, kept for the rules pass, which then finds the trees the
-        summaries were made from (``lint_pool.keep_tree``)."""
+        summaries were made from (``lint_pool.keep_tree``).
+        ``references``: when a tree is linted, the Python files of it that are not linted (default excludes);
+        launcher roots that neither they nor the linted files refer to are walked as uncaptured code
+        (``graphcheck.lint.deadcode``). None (a file linted alone): no such test."""
         self.registrars = tuple(registrars)
         self.eager = ScopeNames(eager)
         self.harness = ScopeNames(harness)
@@ -439,6 +443,9 @@ class ProjectIndex:
         self.extra_roots = tuple(extra_roots)
         self.jobs = jobs
         self.workers = workers
+        self.references = references
+        self.unreferenced: dict[str, str] = {}  # launcher root -> why nothing in the tree refers to it
+        self._dead_texts: set[str] = set()
         self.max_file_size = max_file_size
         words = tuple(sorted({e.rsplit(":", 1)[-1].rsplit(".", 1)[-1] for e in self.entry_points}
                              | {r.rpartition(".")[2] for r in self.registrars}))
@@ -514,7 +521,11 @@ class ProjectIndex:
             wanted = sorted(self.by_module[m] for m in self._missing
                             if m in self.by_module and m not in self.summaries)
             if not wanted:
-                if self._drop_eager_only_roots():
+                dropped = self._drop_eager_only_roots()
+                if self.references is not None:
+                    self.unreferenced = deadcode.unreferenced(self, self.references)
+                    self._dead_texts = set(self.unreferenced.values())
+                if dropped or self.unreferenced:
                     self._walk()
                 return
             self._load(wanted, all_forced=True)
@@ -912,7 +923,7 @@ class ProjectIndex:
 
         def start(root: str) -> None:
             self.parent[root] = (None, "root")
-            why = None if root in self.forced else self.uncaptured_reason(root)
+            why = None if root in self.forced else (self.uncaptured_reason(root) or self.unreferenced.get(root))
             if why is not None:
                 self.why_uncaptured[root] = why
                 later.append(root)
@@ -1005,8 +1016,10 @@ class ProjectIndex:
             return None
         chain = self.chain(dotted)
         root = chain[0]
-        root_reason, guess = self.roots.get(root, ("is a capture root", False))
+        root_reason, guessed = self.roots.get(root, ("is a capture root", False))
+        guess: bool | str = guessed
         uncaptured = self.why_uncaptured.get(dotted)
+        dead = uncaptured is not None and uncaptured in self._dead_texts
 
         def show(d: str) -> str:
             mod, qual, _ = self.funcs[d]
@@ -1024,7 +1037,7 @@ class ProjectIndex:
                 reason = f"is reachable via {via} (`{show(root)}` {root_reason})"
         if uncaptured is not None:  # reached only through code engines run outside capture: a guess
             reason += f" ({uncaptured})"
-            guess = True
+            guess = "unreferenced" if dead else True
         return Reach(reason, root, chain, guess)
 
     def context(self, path: str) -> FileContext | None:

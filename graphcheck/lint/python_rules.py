@@ -323,7 +323,7 @@ class _Linter:
             evidence = {**evidence, "root": root, "chain": chain}
             if guess and severity == "error":
                 severity = "warning"
-                evidence["reach"] = "guessed"
+                evidence["reach"] = guess if isinstance(guess, str) else "guessed"
             reason = text
         if code == "GC404" and not _CAPTURE_SITE.search(reason or ""):
             severity = "info"  # the first call can be a warm-up outside capture

@@ -109,7 +109,7 @@ def test_a_helper_called_only_on_a_cache_miss_is_first_use_work(tmp_path):
 
         def launch(x):
             kern[(1,)](x, _table(x.dtype, x.device), BLOCK=64)
-    """}
+    """, "p/layer.py": "from p.ops import launch\n"}  # a user of the launcher: not dead code
     got = found(make(tmp_path / "a", files))
     assert [(n, line, c, s) for n, line, c, s, _ in got] == [("ops.py", 10, "GC301", "warning")]
     assert "only through `_table`'s call on a miss of `TABLES`" in got[0][4]

@@ -55,6 +55,9 @@ def test_acceptance_vllm_fallback_and_legacy_launch(proj, capsys):
     (proj / "csrc" / "merge.cu").write_text(MERGE_CU)
     # the op is registered, so it has a caller in the tree (an unregistered one would be a warning)
     (proj / "csrc" / "bindings.cpp").write_text('TORCH_LIBRARY_FRAGMENT(_C, m) {\n  m.impl("merge_state", &merge_state);\n}\n')
+    # and the Python launcher has a user in the tree (an unreferenced one would be a warning: dead code)
+    (proj / "tests").mkdir()
+    (proj / "tests" / "test_indexer.py").write_text("from ops.indexer import sparse_indexer_fallback\n")
     assert main(["lint", ".", "--format", "json", "--no-cache"]) == 1
     found = json.loads(capsys.readouterr().out)
     item_line = VLLM_FALLBACK.splitlines().index("        n = context_lens[i].item()") + 1

@@ -229,5 +229,5 @@ def test_tensor_annotation_stands_when_a_caller_passes_a_tensor_or_no_caller_is_
                 with torch.cuda.graph(graph):
                     fill(x, self.max_pages)
                 fill(x, len(lens))
-    """})
+    """, "tests/test_ops.py": "from p.ops import fill2\n"})  # a reference without a call: fill2 is live API
     assert found(root) == [("ops.py", 10, "GC111", "error"), ("ops.py", 15, "GC111", "error")]
