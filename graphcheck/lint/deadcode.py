@@ -55,7 +55,8 @@ def unreferenced(index: Any, extra_files: Sequence[str]) -> dict[str, str]:
         path = index.by_module.get(module)
         if "." in qual or rec.get("method") or path is None or index.off_scope(dotted) is not None:
             continue
-        if any(index.canonical(d) not in _PLAIN_DECORATORS for d, _host in rec.get("decos", ())):
+        if rec.get("unnamed_decos") or any(index.canonical(d) not in _PLAIN_DECORATORS
+                                           for d, _host in rec.get("decos", ())):
             continue  # a decorator may register or hand the function out
         candidates[dotted] = (module, qual, path)
     if not candidates:

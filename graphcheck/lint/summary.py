@@ -228,6 +228,8 @@ class _Summarizer:
             if d:
                 decorators.append([d, isinstance(dec, ast.Call) and _host_only(dec)])
         out: dict[str, Any] = {"line": info.node.lineno, "calls": sorted(set(calls))}
+        if len(decorators) < len(info.node.decorator_list):
+            out["unnamed_decos"] = True  # `@registry.add("x")` on a local object: it may register the function
         if decorators:
             out["decos"] = decorators
             out["params"] = _param_names(info.node)

@@ -1,0 +1,141 @@
+"""Launcher roots that nothing in the linted tree refers to (graphcheck.lint.deadcode): their findings, and
+those reached only through them, are warnings that say why; any reference the tree could reach the function by
+(an import, a re-export, ``__all__``, a test, a callback, a registration, ``getattr`` on a literal) keeps them
+errors."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from lint_trees import make, tree_findings
+
+from graphcheck.lint.python_rules import lint_python
+
+OPS = """\
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def kern(x_ptr, n):
+        pass
+
+    def fused_shift(x):
+        n = int(x.sum().item())
+        kern[(1,)](x, n)
+        return _finish(x)
+
+    def _finish(x):
+        return x.max().item()
+
+    def used(x):
+        kern[(1,)](x, 4)
+"""
+def plus_text(text: str) -> str:
+    return textwrap.indent(text, "    ")
+
+
+def plus(text: str) -> str:
+    """OPS and more module-level code (OPS is written indented, as ``make`` dedents it)."""
+    return OPS + plus_text(text)
+
+
+USER = "from pkg.ops import used\n\ndef run(x):\n    return used(x)\n"
+WHY = "no reference to `fused_shift` in the linted tree: dead code, or API that only outside code calls"
+
+
+def gc101(root: Path) -> dict[str, tuple[str, str, dict]]:
+    """function -> (severity, message, evidence) of its GC101."""
+    return {f.function: (f.severity.value, f.message, f.evidence) for f in tree_findings(root) if f.code == "GC101"}
+
+
+def tree(tmp_path: Path, **extra: str) -> Path:
+    files = {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/user.py": USER}
+    files.update({k.replace("__", "/").replace("_py", ".py"): v for k, v in extra.items()})
+    return make(tmp_path, files)
+
+
+def test_an_unreferenced_launcher_is_a_warning_that_says_why(tmp_path):
+    got = gc101(tree(tmp_path))
+    severity, message, evidence = got["fused_shift"]
+    assert severity == "warning" and WHY in message
+    assert evidence["reach"] == "unreferenced"
+    # what only the dead launcher reaches goes with it
+    assert got["_finish"][0] == "warning" and WHY in got["_finish"][1]
+
+
+def test_a_helper_a_live_launcher_also_reaches_stays_an_error(tmp_path):
+    root = tree(tmp_path)
+    (root / "pkg" / "ops.py").write_text((root / "pkg" / "ops.py").read_text().replace(
+        "kern[(1,)](x, 4)", "kern[(1,)](x, 4)\n    _finish(x)"))
+    got = gc101(root)
+    assert got["fused_shift"][0] == "warning" and got["_finish"][0] == "error"
+
+
+QUIET = {
+    "called from another module": {"pkg/layer.py": "from pkg.ops import fused_shift as shift\n\n"
+                                                   "def f(x):\n    return shift(x)\n"},
+    "relative import": {"pkg/layer.py": "from .ops import fused_shift\n"},
+    "module attribute": {"pkg/layer.py": "from pkg import ops\n\ndef f(x):\n    return ops.fused_shift(x)\n"},
+    "import as": {"pkg/layer.py": "import pkg.ops as o\n\ndef f(x):\n    return o.fused_shift(x)\n"},
+    "package re-export": {"pkg/__init__.py": "from .ops import fused_shift\n"},
+    "star import": {"pkg/__init__.py": "from .ops import *\n"},
+    "listed in __all__": {"pkg/ops.py": plus('\n__all__ = ["fused_shift", "used"]\n')},
+    "a test uses it": {"tests/test_x.py": "from pkg.ops import fused_shift\n\ndef test_it():\n    fused_shift(1)\n"},
+    "a benchmark names it": {"benchmarks/bench.py": "import pkg.ops\n\npkg.ops.fused_shift(1)\n"},
+    "callback in its module": {"pkg/ops.py": plus("\nHANDLERS = {'shift': fused_shift}\n")},
+    "functools.partial elsewhere": {"pkg/layer.py": "import functools\nfrom pkg.ops import fused_shift\n\n"
+                                                    "g = functools.partial(fused_shift)\n"},
+    "decorated registration": {"pkg/ops.py": OPS.replace("    def fused_shift", "    @register('shift')\n"
+                                                         "    def fused_shift").replace(
+        "import torch", "import torch\n    from pkg.registry import register")},
+    "getattr on a literal": {"pkg/layer.py": "import pkg.ops\n\nf = getattr(pkg.ops, 'fused_shift')\n"},
+    "dotted string in a config list": {"pkg/config.py": "KERNELS = ['pkg.ops.fused_shift']\n"},
+    "dynamic getattr on the module": {"pkg/layer.py": "from pkg import ops\n\n"
+                                                      "def pick(name):\n    return getattr(ops, name)\n"},
+    "module looks its names up": {"pkg/ops.py": plus("\ndef by_name(n):\n    return globals()[n]\n")},
+    "module __getattr__": {"pkg/ops.py": plus("\ndef __getattr__(n):\n    return None\n")},
+    "an unparsable file names it": {"pkg/broken.py": "from pkg.ops import fused_shift\ndef f(:\n"},
+    "decorator of a local registry": {"pkg/ops.py": plus("\nclass R:\n    def add(self, n):\n        return id\n")
+                                      .replace("    def fused_shift", "    @REG.add('shift')\n    def fused_shift")
+                                      + "    REG = R()\n"},
+}
+
+
+@pytest.mark.parametrize("case", sorted(QUIET))
+def test_a_referenced_launcher_stays_an_error(tmp_path, case):
+    root = make(tmp_path, {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/user.py": USER, **QUIET[case]})
+    assert gc101(root)["fused_shift"][0] == "error", case
+
+
+def test_a_same_named_copy_elsewhere_is_not_a_reference(tmp_path):
+    # LightX2V: other modules define and call their own `fused_shift`; one imports another name from ops
+    other = OPS.replace("def used", "def other_used") + plus_text("\ndef run(x):\n    return fused_shift(x)\n")
+    root = make(tmp_path, {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/user.py": USER, "pkg/other.py": other,
+                           "pkg/third.py": "from pkg.other import fused_shift\n\nfused_shift(1)\n"})
+    got = {(Path(f.path).name, f.function): f.severity.value for f in tree_findings(root) if f.code == "GC101"}
+    assert got[("ops.py", "fused_shift")] == "warning"
+    assert got[("other.py", "fused_shift")] == "error"
+
+
+def test_a_tree_with_a_syntax_error_and_a_non_utf8_file_still_demotes(tmp_path):
+    root = tree(tmp_path)
+    (root / "pkg" / "broken.py").write_text("import triton\ndef f(:\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_latin.py").write_bytes(b"# \xff\xfe not utf-8\nx = 1\n")
+    found = tree_findings(root)
+    assert [f.code for f in found if f.path.endswith("broken.py")] == ["GC001"]
+    assert {f.function: f.severity.value for f in found if f.code == "GC101"}["fused_shift"] == "warning"
+
+
+def test_a_file_linted_alone_keeps_its_errors(tmp_path):
+    src = "import torch\nimport triton\n\n@triton.jit\ndef kern(x_ptr, n):\n    pass\n\n" \
+          "def fused_shift(x):\n    n = int(x.sum().item())\n    kern[(1,)](x, n)\n"
+    assert [f.severity.value for f in lint_python(src, "ops.py") if f.code == "GC101"] == ["error"]
+    make(tmp_path, {"ops.py": src})
+    from graphcheck.config import Config
+    from graphcheck.lint.engine import lint_paths
+    alone = lint_paths([str(tmp_path / "ops.py")], Config(root=tmp_path), use_cache=False, jobs=1).findings
+    assert [f.severity.value for f in alone if f.code == "GC101"] == ["error"]
