@@ -22,6 +22,7 @@ code hides a real hazard. Nothing is imported or executed.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -37,7 +38,8 @@ _DYNAMIC_CALLS = {"getattr", "vars", "dir", "getmembers", "import_module", "__im
 # a module that looks its own names up: globals()[name], vars(), exec, sys.modules[__name__], __getattr__
 _OWN_DYNAMIC = re.compile(rb"\b(?:globals|vars|locals|exec|eval)\s*\(|\bsys\.modules\b|\bdef\s+__getattr__\b")
 # what a file may reach a whole module by (a star import, a dynamic lookup): parsed when it names a module's stem
-_DYNAMIC_BYTES = (b"import *", b"getattr", b"vars(", b"dir(", b"__dict__", b"getmembers", b"import_module", b"__import__")
+_DYNAMIC_BYTES = (b"import *", b"getattr", b"vars(", b"dir(", b"__dict__", b"getmembers", b"import_module",
+                  b"__import__")
 
 
 def reason(name: str) -> str:
@@ -58,40 +60,37 @@ def unreferenced(index: Any, extra_files: Sequence[str]) -> dict[str, str]:
         if rec.get("unnamed_decos") or any(index.canonical(d) not in _PLAIN_DECORATORS
                                            for d, _host in rec.get("decos", ())):
             continue  # a decorator may register or hand the function out
-        candidates[dotted] = (module, qual, path)
+        candidates[dotted] = (_key(path), qual, path)
     if not candidates:
         return {}
-    names = dict(index.names)
-    for path, named in _module_names(extra_files, names).items():
-        names[path] = named
-    scan = _Scan(index, names, candidates)
-    for path in names:
+    scan = _Scan(candidates)
+    for path in [*index.names, *(p for p in extra_files if p not in index.names)]:
         scan.file(path)
     return {d: reason(candidates[d][1]) for d in candidates if d not in scan.live}
 
 
-def _module_names(paths: Sequence[str], taken: dict[str, tuple[str, bool]]) -> dict[str, tuple[str, bool]]:
-    from graphcheck.lint.project import module_names
-
-    return module_names(sorted(set(paths) - set(taken)))
+def _key(path: str) -> str:
+    """A module's file as a module: ``/t/pkg/ops`` for ``/t/pkg/ops.py``, ``/t/pkg`` for ``/t/pkg/__init__.py``.
+    Imports are matched against it by path, so folders without ``__init__.py`` (namespace packages) and trees
+    linted below their import root resolve alike."""
+    path = os.path.abspath(path).replace(os.sep, "/")
+    stem = path.rpartition(".")[0] if path.endswith(".py") else path
+    return stem.rpartition("/")[0] if stem.endswith("/__init__") else stem
 
 
 class _Scan:
-    def __init__(self, index: Any, names: dict[str, tuple[str, bool]], candidates: dict[str, tuple[str, str, str]]):
-        self.index = index
-        self.names = names
-        self.modules = set(index.by_module) | {m for m, _ in names.values()}
+    def __init__(self, candidates: dict[str, tuple[str, str, str]]):
         self.candidates = candidates
         self.live: set[str] = set()
         self.by_name: dict[str, list[str]] = {}
-        self.by_module: dict[str, list[str]] = {}
+        self.by_module: dict[str, list[str]] = {}  # module key -> its candidates
         self.own: dict[str, list[str]] = {}  # path -> candidates defined there
         stems: set[str] = set()
-        for dotted, (module, name, path) in candidates.items():
+        for dotted, (key, name, path) in candidates.items():
             self.by_name.setdefault(name, []).append(dotted)
-            self.by_module.setdefault(module, []).append(dotted)
+            self.by_module.setdefault(key, []).append(dotted)
             self.own.setdefault(path, []).append(dotted)
-            stems.add(module.rpartition(".")[2])
+            stems.add(key.rpartition("/")[2])
         alternatives = b"|".join(re.escape(n.encode()) for n in sorted(self.by_name))
         self.words = re.compile(rb"(?<!def )\b(" + alternatives + rb")\b")
         self.stems = re.compile(rb"\b(" + b"|".join(re.escape(s.encode()) for s in sorted(stems)) + rb")\b")
@@ -124,47 +123,47 @@ class _Scan:
             for name in words:
                 self.live.update(self.by_name[name])
             return
-        module, is_package = self.names.get(path, ("", False))
-        _Refs(self, module, is_package, tree, words).run()
+        _Refs(self, path, tree, words).run()
 
-    def module_of(self, dotted: str) -> str | None:
-        """The tree's module a dotted module name names: itself, or the in-tree one it ends or is the end of."""
-        if dotted in self.modules:
-            return dotted
-        last = dotted.rpartition(".")[2]
-        for module in self.by_module:
-            if module.endswith("." + dotted) or dotted.endswith("." + module) or module.rpartition(".")[2] == last:
-                return module
-        return None
+    def modules(self, module: str) -> list[str]:
+        """The candidates' module keys an import names: ``module`` is a path (``/t/pkg/ops``, from a relative
+        import) or a dotted name as written (``pkg.ops``), which names every module whose path ends so."""
+        if module.startswith("/"):
+            return [module] if module in self.by_module else []
+        tail = "/" + module.replace(".", "/")
+        return [k for k in self.by_module if k.endswith(tail)]
 
 
 class _Refs:
     """The references of one parsed file to the candidates."""
 
-    def __init__(self, scan: _Scan, module: str, is_package: bool, tree: ast.Module, words: set[str]):
+    def __init__(self, scan: _Scan, path: str, tree: ast.Module, words: set[str]):
         self.scan = scan
-        self.module = module
-        self.package = module if is_package else module.rpartition(".")[0]
+        self.folder = os.path.dirname(os.path.abspath(path)).replace(os.sep, "/")
         self.tree = tree
         self.words = words
-        self.bound: dict[str, str] = {}  # local name -> dotted name it was imported as
+        self.bound: dict[str, str] = {}  # local name -> the module or member it was imported as (see modules())
 
     def live(self, dotteds: Iterable[str]) -> None:
         self.scan.live.update(dotteds)
 
-    def absolute(self, node: ast.ImportFrom) -> str:
+    def source(self, node: ast.ImportFrom) -> str:
+        """The module a ``from`` import names: dotted as written, or a path for a relative one."""
         if not node.level:
             return node.module or ""
-        base = self.package.split(".") if self.package else []
-        if node.level > 1:
-            base = base[: len(base) - (node.level - 1)] if node.level - 1 <= len(base) else []
-        return ".".join([*base, *([node.module] if node.module else [])])
+        base = self.folder
+        for _ in range(node.level - 1):
+            base = base.rpartition("/")[0]
+        return "/".join([base, *(node.module.split(".") if node.module else [])])
 
-    def names_module(self, dotted: str) -> str | None:
-        """The candidate module ``dotted`` (a module name as written) names, or None (another module)."""
-        if dotted in self.scan.modules:
-            return dotted if dotted in self.scan.by_module else None
-        return self.scan.module_of(dotted)
+    @staticmethod
+    def member(module: str, name: str) -> str:
+        return f"{module}/{name}" if module.startswith("/") else f"{module}.{name}"
+
+    def hit(self, module: str, name: str | None = None) -> None:
+        """``module`` (see ``_Scan.modules``) is referenced: its candidate ``name``, or all of them."""
+        for key in self.scan.modules(module):
+            self.live(d for d in self.scan.by_module[key] if name is None or self.scan.candidates[d][1] == name)
 
     def run(self) -> None:
         for node in ast.walk(self.tree):
@@ -173,18 +172,14 @@ class _Refs:
                     local = alias.asname or alias.name.partition(".")[0]
                     self.bound[local] = alias.name if alias.asname else local
             elif isinstance(node, ast.ImportFrom):
-                source = self.absolute(node)
+                source = self.source(node)
                 for alias in node.names:
                     if alias.name == "*":
-                        hit = self.names_module(source)
-                        if hit is not None:
-                            self.live(self.scan.by_module[hit])
+                        self.hit(source)
                         continue
-                    self.bound[alias.asname or alias.name] = f"{source}.{alias.name}"
+                    self.bound[alias.asname or alias.name] = self.member(source, alias.name)
                     if alias.name in self.words:
-                        hit = self.names_module(source)
-                        self.live(d for d in self.scan.by_name[alias.name]
-                                  if hit is not None and self.scan.candidates[d][0] == hit)
+                        self.hit(source, alias.name)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 300:
                 text = node.value
                 last = re.split(r"[.:]", text)[-1]
@@ -199,29 +194,24 @@ class _Refs:
                 self.dynamic(node)
 
     def dotted(self, node: ast.AST) -> str | None:
+        """The module or member an expression names through this file's imports, or None."""
         parts = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
-        if not isinstance(node, ast.Name):
+        if not isinstance(node, ast.Name) or node.id not in self.bound:
             return None
-        parts.append(node.id)
-        parts.reverse()
-        head = self.bound.get(parts[0])
-        if head is None:
-            return None
-        return ".".join([head, *parts[1:]])
+        out = self.bound[node.id]
+        for part in reversed(parts):
+            out = self.member(out, part)
+        return out
 
     def attribute(self, node: ast.Attribute) -> None:
-        name = node.attr
         base = self.dotted(node.value)
         if base is None:  # `self.f`, `obj.f`, `get_ops().f`: anything may be the module
-            self.live(self.scan.by_name[name])
-            return
-        hit = self.names_module(base)
-        if hit is None and base not in self.scan.modules:
-            return  # another module, outside the tree and not named like a candidate's
-        self.live(d for d in self.scan.by_name[name] if hit is not None and self.scan.candidates[d][0] == hit)
+            self.live(self.scan.by_name[node.attr])
+        else:  # `m.f` through an import of m; another module's `f` is not a reference
+            self.hit(base, node.attr)
 
     def dynamic(self, node: ast.Call) -> None:
         func = node.func
@@ -231,9 +221,7 @@ class _Refs:
         first = node.args[0]
         if called in ("import_module", "__import__"):
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                hit = self.names_module(first.value)
-                if hit is not None:
-                    self.live(self.scan.by_module[hit])
+                self.hit(first.value)
             return
         if called == "getattr" and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
             return  # a literal name: counted as a string
@@ -243,6 +231,4 @@ class _Refs:
         """A dynamic lookup in the module ``node`` names: all its candidates are referenced."""
         target = self.dotted(node)
         if target is not None:
-            hit = self.names_module(target)
-            if hit is not None:
-                self.live(self.scan.by_module[hit])
+            self.hit(target)

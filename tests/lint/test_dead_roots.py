@@ -120,6 +120,21 @@ def test_a_same_named_copy_elsewhere_is_not_a_reference(tmp_path):
     assert got[("other.py", "fused_shift")] == "error"
 
 
+def test_relative_imports_in_folders_without_init_resolve_by_path(tmp_path):
+    # LightX2V: models/networks/<model>/infer/ has no __init__.py; each holds a triton_ops.py with its own
+    # copy and a transformer_infer.py that does `from .triton_ops import fuse...`; one copy nobody imports
+    files = {}
+    for model in ("hunyuan", "qwen", "wan"):
+        files[f"nets/{model}/infer/triton_ops.py"] = OPS
+        if model != "wan":
+            files[f"nets/{model}/infer/transformer_infer.py"] = "from .triton_ops import fused_shift\n"
+    files["nets/ltx/infer/triton_ops.py"] = "from nets.qwen.infer.triton_ops import used\n"
+    got = {(Path(f.path).parent.parent.name, f.function): f.severity.value
+           for f in tree_findings(make(tmp_path, files)) if f.code == "GC101"}
+    assert got[("hunyuan", "fused_shift")] == "error" and got[("qwen", "fused_shift")] == "error"
+    assert got[("wan", "fused_shift")] == "warning"
+
+
 def test_a_tree_with_a_syntax_error_and_a_non_utf8_file_still_demotes(tmp_path):
     root = tree(tmp_path)
     (root / "pkg" / "broken.py").write_text("import triton\ndef f(:\n")
