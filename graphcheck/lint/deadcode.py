@@ -36,8 +36,14 @@ _PLAIN_DECORATORS = {"functools.cache", "functools.lru_cache", "functools.wraps"
                      "torch.amp.custom_fwd", "torch.cuda.amp.custom_fwd", "contextlib.contextmanager"}
 _DYNAMIC_CALLS = {"getattr", "vars", "dir", "getmembers", "import_module", "__import__"}
 # a module that looks its own names up: globals()[name], vars(), exec, sys.modules[__name__], __getattr__
+# the first name of what a dynamic lookup searches: getattr(m, name), vars(m), dir(m), getmembers(m), m.__dict__
+_LOOKUP = re.compile(rb"(?:\bgetattr\(\s*|\bvars\(\s*|\bdir\(\s*|\bgetmembers\(\s*)([A-Za-z_]\w*)|"
+                     rb"\b([A-Za-z_]\w*)(?:\.\w+)*\.__dict__\b")
+_LOOKUP_CALLS = (b"getattr(", b"vars(", b"dir(", b"getmembers(")
+_SPACED_LOOKUP = re.compile(rb"\b(?:getattr|vars|dir|getmembers)\(\s")
 _OWN_DYNAMIC = re.compile(rb"\b(?:globals|vars|locals|exec|eval)\s*\(|\bsys\.modules\b|\bdef\s+__getattr__\b")
-# what a file may reach a whole module by (a star import, a dynamic lookup): parsed when it names a module's stem
+# what a file may reach a whole module by (a star import, a dynamic lookup): parsed when it imports a module
+# of that stem (or names one in a file that imports modules by name)
 _DYNAMIC_BYTES = (b"import *", b"getattr", b"vars(", b"dir(", b"__dict__", b"getmembers", b"import_module",
                   b"__import__")
 
@@ -49,13 +55,16 @@ def reason(name: str) -> str:
 def unreferenced(index: Any, extra_files: Sequence[str]) -> dict[str, str]:
     """Dotted names of the index's launcher roots that nothing in the tree refers to -> why. ``extra_files``:
     Python files of the tree that are not linted (default excludes), scanned for references only."""
-    candidates: dict[str, tuple[str, str, str]] = {}  # dotted -> (module, name, path)
+    candidates: dict[str, tuple[str, str, str]] = {}  # dotted -> (module key, name, path)
+    edges = index.call_edges()  # a call the index resolves to it is a reference: no file needs reading for it
     for dotted, (why, guess) in index.roots.items():
         if dotted in index.forced or guess or not str(why).startswith(LAUNCH_REASONS):
             continue
         module, qual, rec = index.funcs[dotted]
         path = index.by_module.get(module)
         if "." in qual or rec.get("method") or path is None or index.off_scope(dotted) is not None:
+            continue
+        if any(caller != dotted for caller, _callee, _how in edges.get(dotted, ())):
             continue
         if rec.get("unnamed_decos") or any(index.canonical(d) not in _PLAIN_DECORATORS
                                            for d, _host in rec.get("decos", ())):
@@ -64,7 +73,12 @@ def unreferenced(index: Any, extra_files: Sequence[str]) -> dict[str, str]:
     if not candidates:
         return {}
     scan = _Scan(candidates)
-    for path in [*index.names, *(p for p in extra_files if p not in index.names)]:
+    # the likeliest references first (package re-exports, the candidates' own modules): a candidate found live
+    # leaves the search, so fewer files are parsed
+    linted = list(index.names)
+    first = [p for p in linted if p.endswith("__init__.py") or p in scan.own]
+    taken = set(first)
+    for path in [*first, *(p for p in linted if p not in taken), *(p for p in extra_files if p not in index.names)]:
         scan.file(path)
     return {d: reason(candidates[d][1]) for d in candidates if d not in scan.live}
 
@@ -85,32 +99,46 @@ class _Scan:
         self.by_name: dict[str, list[str]] = {}
         self.by_module: dict[str, list[str]] = {}  # module key -> its candidates
         self.own: dict[str, list[str]] = {}  # path -> candidates defined there
-        stems: set[str] = set()
         for dotted, (key, name, path) in candidates.items():
             self.by_name.setdefault(name, []).append(dotted)
             self.by_module.setdefault(key, []).append(dotted)
             self.own.setdefault(path, []).append(dotted)
-            stems.add(key.rpartition("/")[2])
-        alternatives = b"|".join(re.escape(n.encode()) for n in sorted(self.by_name))
-        self.words = re.compile(rb"(?<!def )\b(" + alternatives + rb")\b")
-        self.stems = re.compile(rb"\b(" + b"|".join(re.escape(s.encode()) for s in sorted(stems)) + rb")\b")
+        self.compiled = -1
+        self.compile()
+
+    def compile(self) -> None:
+        """The patterns of the names and module stems of the candidates not yet found live."""
+        pending = [c for d, c in self.candidates.items() if d not in self.live]
+        names = sorted({name for _key, name, _path in pending})
+        stems = sorted({key.rpartition("/")[2] for key, _name, _path in pending})
+        self.names = [n.encode() for n in names]
+        self.words = re.compile(rb"(?<!def )\b(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
+        alternatives = b"|".join(re.escape(s.encode()) for s in stems)
+        self.stems = re.compile(rb"\b(" + alternatives + rb")\b")
+        # an import statement naming a stem (a parenthesized name list may span lines)
+        self.imports = re.compile(rb"^[ \t]*(?:from|import)\b[^\n(]*(?:\([^)]*)?\b(?:" + alternatives + rb")\b", re.M)
+        self.compiled = len(self.live)
 
     def file(self, path: str) -> None:
-        if len(self.live) == len(self.candidates):
+        left = len(self.candidates) - len(self.live)
+        if not left:
             return
+        if len(self.live) - self.compiled > max(4, left // 4):
+            self.compile()
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
         except OSError:
             return
-        words = {m.decode() for m in self.words.findall(data)}  # uses of the names, their definitions left out
+        # uses of the names, their definitions left out (a substring test first: one regex of many names is slow)
+        words = ({m.decode() for m in self.words.findall(data)} if any(n in data for n in self.names) else set())
         own = self.own.get(path, ())
         if own and (words or _OWN_DYNAMIC.search(data)):
             # its own module names it (a call, a callback, __all__; a recursion counts too), or looks names up
             dynamic = _OWN_DYNAMIC.search(data) is not None
             self.live.update(d for d in own if dynamic or self.candidates[d][1] in words)
-        words = {w for w in words if any(d not in own for d in self.by_name[w])}
-        dynamic = any(b in data for b in _DYNAMIC_BYTES) and self.stems.search(data) is not None
+        words = {w for w in words if any(d not in own and d not in self.live for d in self.by_name[w])}
+        dynamic = any(b in data for b in _DYNAMIC_BYTES) and self.dynamic(data)
         if not words and not dynamic:
             return
         tree = None
@@ -124,6 +152,24 @@ class _Scan:
                 self.live.update(self.by_name[name])
             return
         _Refs(self, path, tree, words).run()
+
+    def dynamic(self, data: bytes) -> bool:
+        """Whether the file may look up a pending candidate's module as a whole: it imports a module of that
+        stem and star-imports or looks up (``getattr(x, name)``, ``vars(x)``, ``x.__dict__``, ...) a name that
+        import statement holds, or it imports modules by name and names a stem. A cheap test before a parse."""
+        if (b"import_module" in data or b"__import__" in data) and self.stems.search(data) is not None:
+            return True
+        ends = ((m.start(), data.find(b"\n", m.end())) for m in self.imports.finditer(data))
+        statements = b"\n".join(data[start:end] if end >= 0 else data[start:] for start, end in ends)
+        if not statements:
+            return False
+        if b"import *" in statements:
+            return True
+        if _SPACED_LOOKUP.search(data):  # `getattr( m, name)`: the exact test below would miss it
+            heads = {m.group(1) or m.group(2) for m in _LOOKUP.finditer(data)}
+            return any(re.search(rb"\b" + re.escape(head) + rb"\b", statements) for head in heads)
+        return any(any(call + name in data for call in _LOOKUP_CALLS) or name + b".__dict__" in data
+                   for name in set(re.findall(rb"\w+", statements)))
 
     def modules(self, module: str) -> list[str]:
         """The candidates' module keys an import names: ``module`` is a path (``/t/pkg/ops``, from a relative
@@ -166,8 +212,11 @@ class _Refs:
             self.live(d for d in self.scan.by_module[key] if name is None or self.scan.candidates[d][1] == name)
 
     def run(self) -> None:
+        later: list[ast.AST] = []  # attributes and calls, read once every import of the file is bound
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Import):
+            if isinstance(node, (ast.Attribute, ast.Call)):
+                later.append(node)
+            elif isinstance(node, ast.Import):
                 for alias in node.names:
                     local = alias.asname or alias.name.partition(".")[0]
                     self.bound[local] = alias.name if alias.asname else local
@@ -182,10 +231,10 @@ class _Refs:
                         self.hit(source, alias.name)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 300:
                 text = node.value
-                last = re.split(r"[.:]", text)[-1]
+                last = text if text in self.words else re.split(r"[.:]", text)[-1] if "." in text or ":" in text else ""
                 if last in self.words and (last == text or re.fullmatch(r"[\w.]+[.:]\w+", text)):
                     self.live(self.scan.by_name[last])
-        for node in ast.walk(self.tree):
+        for node in later:
             if isinstance(node, ast.Attribute) and node.attr in self.words:
                 self.attribute(node)
             elif isinstance(node, ast.Attribute) and node.attr == "__dict__":  # m.__dict__[name]
