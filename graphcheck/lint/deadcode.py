@@ -35,12 +35,12 @@ _PLAIN_DECORATORS = {"functools.cache", "functools.lru_cache", "functools.wraps"
                      "torch.inference_mode", "torch.compile", "torch.compiler.disable", "torch._dynamo.disable",
                      "torch.amp.custom_fwd", "torch.cuda.amp.custom_fwd", "contextlib.contextmanager"}
 _DYNAMIC_CALLS = {"getattr", "vars", "dir", "getmembers", "import_module", "__import__"}
-# a module that looks its own names up: globals()[name], vars(), exec, sys.modules[__name__], __getattr__
 # the first name of what a dynamic lookup searches: getattr(m, name), vars(m), dir(m), getmembers(m), m.__dict__
 _LOOKUP = re.compile(rb"(?:\bgetattr\(\s*|\bvars\(\s*|\bdir\(\s*|\bgetmembers\(\s*)([A-Za-z_]\w*)|"
                      rb"\b([A-Za-z_]\w*)(?:\.\w+)*\.__dict__\b")
 _LOOKUP_CALLS = (b"getattr(", b"vars(", b"dir(", b"getmembers(")
 _SPACED_LOOKUP = re.compile(rb"\b(?:getattr|vars|dir|getmembers)\(\s")
+# a module that looks its own names up: globals()[name], vars(), exec, sys.modules[__name__], __getattr__
 _OWN_DYNAMIC = re.compile(rb"\b(?:globals|vars|locals|exec|eval)\s*\(|\bsys\.modules\b|\bdef\s+__getattr__\b")
 # what a file may reach a whole module by (a star import, a dynamic lookup): parsed when it imports a module
 # of that stem (or names one in a file that imports modules by name)
