@@ -22,9 +22,13 @@ code hides a real hazard. Nothing is imported or executed.
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import os
 import re
+import tempfile
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from graphcheck.lint import files as files_mod
@@ -52,9 +56,12 @@ def reason(name: str) -> str:
     return f"no reference to `{name}` in the linted tree: dead code, or API that only outside code calls"
 
 
-def unreferenced(index: Any, extra_files: Sequence[str]) -> dict[str, str]:
+def unreferenced(index: Any, extra_files: Sequence[str], cache_dir: Path | None = None,
+                 settings: str = "") -> dict[str, str]:
     """Dotted names of the index's launcher roots that nothing in the tree refers to -> why. ``extra_files``:
-    Python files of the tree that are not linted (default excludes), scanned for references only."""
+    Python files of the tree that are not linted (default excludes), scanned for references only.
+    ``cache_dir``: where the answer is kept, keyed on ``settings`` (the index's cache key), the candidates and
+    the size and mtime of every file scanned, so a run on an unchanged tree reads no file for it."""
     candidates: dict[str, tuple[str, str, str]] = {}  # dotted -> (module key, name, path)
     edges = index.call_edges()  # a call the index resolves to it is a reference: no file needs reading for it
     for dotted, (why, guess) in index.roots.items():
@@ -72,15 +79,63 @@ def unreferenced(index: Any, extra_files: Sequence[str]) -> dict[str, str]:
         candidates[dotted] = (_key(path), qual, path)
     if not candidates:
         return {}
+    linted = list(index.names)
+    paths = [*linted, *(p for p in extra_files if p not in index.names)]
+    key = _cache_key(settings, candidates, paths) if cache_dir is not None else ""
+    cached = _cached(cache_dir, key)
+    if cached is not None:
+        return {d: reason(candidates[d][1]) for d in cached if d in candidates}
     scan = _Scan(candidates)
     # the likeliest references first (package re-exports, the candidates' own modules): a candidate found live
     # leaves the search, so fewer files are parsed
-    linted = list(index.names)
     first = [p for p in linted if p.endswith("__init__.py") or p in scan.own]
     taken = set(first)
-    for path in [*first, *(p for p in linted if p not in taken), *(p for p in extra_files if p not in index.names)]:
+    for path in [*first, *(p for p in paths if p not in taken)]:
         scan.file(path)
-    return {d: reason(candidates[d][1]) for d in candidates if d not in scan.live}
+    dead = [d for d in candidates if d not in scan.live]
+    _store(cache_dir, key, dead)
+    return {d: reason(candidates[d][1]) for d in dead}
+
+
+_CACHE_FILE = "deadcode-v1.json"
+
+
+def _cache_key(settings: str, candidates: dict[str, tuple[str, str, str]], paths: list[str]) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(settings.encode() + b"\0" + "\0".join(sorted(candidates)).encode())
+    for path in sorted(paths):
+        try:
+            st = os.stat(path)
+            h.update(f"\0{path}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+        except OSError:
+            h.update(f"\0{path}\0-".encode())
+    return h.hexdigest()
+
+
+def _cached(cache_dir: Path | None, key: str) -> list[str] | None:
+    if cache_dir is None:
+        return None
+    try:
+        with open(Path(cache_dir) / _CACHE_FILE, "rb") as fh:
+            data = json.loads(fh.read())
+        if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("dead"), list):
+            return [str(d) for d in data["dead"]]
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _store(cache_dir: Path | None, key: str, dead: list[str]) -> None:
+    if cache_dir is None:
+        return
+    try:
+        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".deadcode-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"key": key, "dead": dead}, fh)
+        os.replace(tmp, Path(cache_dir) / _CACHE_FILE)
+    except OSError:
+        pass
 
 
 def _key(path: str) -> str:

@@ -523,7 +523,8 @@ class ProjectIndex:
             if not wanted:
                 dropped = self._drop_eager_only_roots()
                 if self.references is not None:
-                    self.unreferenced = deadcode.unreferenced(self, self.references)
+                    where = self.cache.file.parent if self.cache.file is not None else None
+                    self.unreferenced = deadcode.unreferenced(self, self.references, where, self.cache.key)
                     self._dead_texts = set(self.unreferenced.values())
                 if dropped or self.unreferenced:
                     self._walk()

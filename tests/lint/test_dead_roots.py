@@ -154,3 +154,32 @@ def test_a_file_linted_alone_keeps_its_errors(tmp_path):
     from graphcheck.lint.engine import lint_paths
     alone = lint_paths([str(tmp_path / "ops.py")], Config(root=tmp_path), use_cache=False, jobs=1).findings
     assert [f.severity.value for f in alone if f.code == "GC101"] == ["error"]
+
+
+def test_a_cached_run_reads_no_file_and_a_new_reference_is_seen(tmp_path, monkeypatch):
+    import builtins
+
+    from graphcheck.config import Config
+    from graphcheck.lint.engine import lint_paths
+
+    monkeypatch.setenv("GRAPHCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    root = tree(tmp_path / "t")
+    config = Config(root=root)
+
+    def severity() -> str:
+        found = lint_paths([str(root)], config, jobs=1).findings
+        return next(f.severity.value for f in found if f.code == "GC101" and f.function == "fused_shift")
+
+    assert severity() == "warning"
+    real_open = builtins.open
+
+    def guarded_open(file, *args, **kwargs):
+        assert not str(file).endswith(".py"), f"a cached run read {file}"
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", guarded_open)
+    assert severity() == "warning"
+    monkeypatch.setattr(builtins, "open", real_open)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_ops.py").write_text("from pkg.ops import fused_shift\n")
+    assert severity() == "error"
