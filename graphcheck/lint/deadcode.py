@@ -4,8 +4,10 @@ A module-level function that launches a kernel (or calls an extension op) is a c
 the tree it was kept as public API. On an application tree such a function is often a leftover copy
 (``fuse_scale_shift_kernel`` pasted into a module that others import only for other names). ``unreferenced``
 finds the roots that no file of the tree names, counting the files excluded from findings by default (tests,
-benchmarks, examples: a library's tests exercise its API), so the project index walks them as code engines do
-not capture: their findings, and those reached only through them, are warnings that say why.
+benchmarks, examples: a library's tests exercise its API), in modules that another linted file imports (the
+tree's own code uses the module, not the function; a module nothing in the tree imports is a library's API), so
+the project index walks them as code engines do not capture: their findings, and those reached only through
+them, are warnings that say why.
 
 A reference is any use the tree could reach the function by: in its own module any use of the name but the
 function's own recursion (a call, a callback, a dict entry, ``partial(f)``, ``@f``, ``__all__``); elsewhere an
@@ -93,6 +95,9 @@ def unreferenced(index: Any, extra_files: Sequence[str], cache_dir: Path | None 
     for path in [*first, *(p for p in paths if p not in taken)]:
         scan.file(path)
     dead = [d for d in candidates if d not in scan.live]
+    if dead:
+        used = _imported_modules({candidates[d][0] for d in dead}, linted)
+        dead = [d for d in dead if candidates[d][0] in used]
     _store(cache_dir, key, dead)
     return {d: reason(candidates[d][1]) for d in dead}
 
@@ -136,6 +141,46 @@ def _store(cache_dir: Path | None, key: str, dead: list[str]) -> None:
         os.replace(tmp, Path(cache_dir) / _CACHE_FILE)
     except OSError:
         pass
+
+
+def _imported_modules(keys: set[str], paths: Sequence[str]) -> set[str]:
+    """The module keys of ``keys`` that another linted file imports (``from m import g``, ``import m``,
+    ``from pkg import m``). An unreferenced launcher is dead only in a module the tree's own code uses for
+    other names; in a module nothing in the tree imports (a kernel library's leaf module, a wrapper file
+    linted with its package) it is the API others call, and its findings stay errors. Files the scan could
+    not read or parse import nothing here, which keeps the findings errors."""
+    by_stem: dict[bytes, list[str]] = {}
+    for key in keys:
+        by_stem.setdefault(key.rpartition("/")[2].encode(), []).append(key)
+    scan = _Scan({})
+    scan.by_module = {key: [] for key in keys}
+    used: set[str] = set()
+    for path in paths:
+        own = _key(path)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        if not any(stem in data for stem in by_stem) or b"import" not in data or b"\x00" in data[:8192]:
+            continue
+        try:
+            tree = ast.parse(files_mod.decode(data, "python"))
+        except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
+            continue
+        refs = _Refs(scan, path, tree, set())
+        for node in ast.walk(tree):
+            named: list[str] = []
+            if isinstance(node, ast.Import):
+                named = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                source = refs.source(node)
+                named = [source, *(refs.member(source, alias.name) for alias in node.names)]
+            for module in named:
+                used.update(k for k in scan.modules(module) if k != own)
+        if used >= keys:
+            break
+    return used
 
 
 def _key(path: str) -> str:

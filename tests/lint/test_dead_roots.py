@@ -122,17 +122,32 @@ def test_a_same_named_copy_elsewhere_is_not_a_reference(tmp_path):
 
 def test_relative_imports_in_folders_without_init_resolve_by_path(tmp_path):
     # LightX2V: models/networks/<model>/infer/ has no __init__.py; each holds a triton_ops.py with its own
-    # copy and a transformer_infer.py that does `from .triton_ops import fuse...`; one copy nobody imports
+    # copy and a transformer_infer.py that does `from .triton_ops import fuse...`; one module whose copy
+    # nobody imports (its infer module imports another name from it)
     files = {}
     for model in ("hunyuan", "qwen", "wan"):
         files[f"nets/{model}/infer/triton_ops.py"] = OPS
-        if model != "wan":
-            files[f"nets/{model}/infer/transformer_infer.py"] = "from .triton_ops import fused_shift\n"
+        used = "used" if model == "wan" else "fused_shift"
+        files[f"nets/{model}/infer/transformer_infer.py"] = f"from .triton_ops import {used}\n"
     files["nets/ltx/infer/triton_ops.py"] = "from nets.qwen.infer.triton_ops import used\n"
     got = {(Path(f.path).parent.parent.name, f.function): f.severity.value
            for f in tree_findings(make(tmp_path, files)) if f.code == "GC101"}
     assert got[("hunyuan", "fused_shift")] == "error" and got[("qwen", "fused_shift")] == "error"
     assert got[("wan", "fused_shift")] == "warning"
+
+
+def test_a_module_nothing_in_the_tree_imports_is_api_and_keeps_its_errors(tmp_path):
+    # a kernel library's leaf module (or a wrapper package linted alone): its launchers are what others call
+    root = make(tmp_path, {"lib/__init__.py": "", "lib/ops.py": OPS, "lib/util.py": "def helper():\n    return 1\n"})
+    assert gc101(root)["fused_shift"][0] == "error"
+    assert gc101(root)["_finish"][0] == "error"
+
+
+def test_a_module_only_tests_import_is_api_and_keeps_its_errors(tmp_path):
+    # the tree's own code does not use the module; its tests exercise another of its names
+    root = make(tmp_path, {"lib/__init__.py": "", "lib/ops.py": OPS,
+                           "tests/test_ops.py": "from lib.ops import used\n\ndef test_used():\n    used(1)\n"})
+    assert gc101(root)["fused_shift"][0] == "error"
 
 
 def test_a_tree_with_a_syntax_error_and_a_non_utf8_file_still_demotes(tmp_path):
