@@ -594,6 +594,27 @@ _POOL_STREAM = re.compile(r"(?<![\w.])(?:(?:at|c10)\s*::\s*cuda\s*::\s*)?getStre
 # a join of a side stream back into the current one
 _JOIN = re.compile(r"\b(?:cudaStreamWaitEvent|cuStreamWaitEvent|wait_stream|waitStream)\b|(?:\.|->)\s*block\s*\(")
 _MEMCPY_ASYNC = re.compile(r"(?<![\w.])(?:::\s*)?(cudaMemcpyAsync|cuMemcpyHtoDAsync|cuMemcpyHtoDAsync_v2)\s*\(")
+# A word every match of the pattern holds: a text with none of them is not scanned. These patterns open with a
+# look-behind or an alternation, which keeps the regex engine from skipping ahead to a literal, so a scan costs
+# a try at every position (a third of the C++ rules' time on a tree of large generated headers).
+_NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {
+    _LAUNCH_CALLS: ("Launch",),
+    _SYNC: ("ynchronize", "StreamQuery"),
+    _BLOCKING_COPY: ("Memcpy",),
+    _MALLOC: ("Malloc", "Alloc", "Free"),
+    _DEFAULT_STREAM_CALL: ("getDefaultCUDAStream",),
+    _POOL_STREAM: ("getStreamFromPool",),
+    _MEMCPY_ASYNC: ("Memcpy",),
+}
+
+
+def _finditer(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """``rx.finditer(text)``; nothing, without a scan, when ``text`` holds none of the words ``_NEEDS`` gives."""
+    if not any(word in text for word in _NEEDS[rx]):
+        return iter(())
+    return rx.finditer(text)
+
+
 # the current (capturing) stream, obtained in the function
 _CURRENT_STREAM = re.compile(
     r"\b(?:getCurrentCUDAStream|getCurrentStream|get_current_stream|getCurrentHIPStream|get_stream|current_stream)\s*\(")
@@ -758,7 +779,7 @@ def is_program(text: str, path: str) -> bool:
     base = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
     stem = base.split(".", 1)[0]
     named = stem.endswith(("_test", "_tests")) or stem.startswith("test_") or stem == "test"
-    return named or _MAIN.search(text) is not None
+    return named or next(_finditer(_MAIN, text), None) is not None
 
 
 def is_standalone_program(text: str, path: str) -> bool:
@@ -942,7 +963,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
 
     # 2. runtime/driver launch APIs
     ex_regions_done: set[Region] = set()
-    for m in _LAUNCH_CALLS.finditer(text):
+    for m in _finditer(_LAUNCH_CALLS, text):
         api = m.group(1)
         open_paren = m.end() - 1
         close = pairs.get(open_paren, -1)
@@ -997,7 +1018,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
 
     # 3. host syncs and allocation on the capture path
     for rx, code in ((_SYNC, "GC110"), (_BLOCKING_COPY, "GC110"), (_MALLOC, "GC303")):
-        for m in rx.finditer(text):
+        for m in _finditer(rx, text):
             region = loc.region(m.start())
             if code == "GC303":
                 if region is None or region not in launch_regions or setup(region):
@@ -1020,7 +1041,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             add(code, msg, m.start(group), region.name, call=call)
 
     # 4. getDefaultCUDAStream() used as a stream (not only compared against)
-    for m in _DEFAULT_STREAM_CALL.finditer(text):
+    for m in _finditer(_DEFAULT_STREAM_CALL, text):
         region = loc.region(m.start())
         if setup(region):
             continue
@@ -1038,7 +1059,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
 
     # 6. side streams from the pool that are never joined back
     joined: dict[Region, bool] = {}
-    for m in _POOL_STREAM.finditer(text):
+    for m in _finditer(_POOL_STREAM, text):
         region = loc.region(m.start())
         if region is None or setup(region):
             continue
@@ -1051,7 +1072,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
 
     # 7. cudaMemcpyAsync from pageable host memory
     host_buffers: dict[tuple[Region, str], str | None] = {}
-    for m in _MEMCPY_ASYNC.finditer(text):
+    for m in _finditer(_MEMCPY_ASYNC, text):
         region = loc.region(m.start())
         if region is None or not on_capture_path(region) or guarded(m.start()):
             continue
@@ -1152,6 +1173,9 @@ def _cutlass_ops(text: str, region: Region) -> list[tuple[str, int]]:
 
 
 _STREAM_COMMENT = re.compile(r"/\*\s*[A-Za-z_]*stream[A-Za-z_]*\s*=?\s*\*/\s*(nullptr|NULL|0)\b", re.IGNORECASE)
+# a prototype (a declaration ending in `;`) with a cudaStream_t parameter
+_PROTOTYPE = re.compile(r"\b([A-Za-z_]\w*)\s*\(([^()]{0,2000}\bcudaStream_t\b[^()]{0,2000})\)\s*(?:const\s*)?;")
+_NEEDS.update({_MAIN: ("main",), _STREAM_COMMENT: ("/*",), _PROTOTYPE: ("cudaStream_t",)})
 
 
 _STREAM_VALUE_PARAM = re.compile(r"\b(?:cudaStream_t|CUstream|hipStream_t|CUDAStream)\b(?!\s*\*)")
@@ -1277,7 +1301,7 @@ def _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc) -> 
         if r.name and r.params is not None and len(r.params) < 4000:
             overloads.setdefault(r.name, set()).add(_arity(r.params) + (_stream_param_index(r.params),))
     # prototypes (declarations ending in `;`)
-    for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\(([^()]{0,2000}\bcudaStream_t\b[^()]{0,2000})\)\s*(?:const\s*)?;", text):
+    for m in _finditer(_PROTOTYPE, text):
         overloads.setdefault(m.group(1), set()).add(_arity(m.group(2)) + (_stream_param_index(m.group(2)),))
     launchers = {name: forms for name, forms in overloads.items() if any(idx is not None for *_, idx in forms)}
     reported: set[int] = set()
@@ -1313,7 +1337,7 @@ def _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc) -> 
                 reported.add(arg_pos)
                 add("GC201", f"`{m.group(1)}` is given {why} as its stream, so its kernels run outside the capture",
                     m.start(1), region.name, callee=m.group(1), stream=" ".join(args[idx].split()))
-    for m in _STREAM_COMMENT.finditer(source):
+    for m in _finditer(_STREAM_COMMENT, source):
         value_at = m.start(1)
         if text[m.start()] != " " or text[value_at : m.end(1)] != m.group(1) or value_at in reported:
             continue  # inside a string, or already reported as an argument of a known launcher
