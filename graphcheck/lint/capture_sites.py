@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import cast
 
-from graphcheck.lint.scope import iter_own_statements
+from graphcheck.lint.scope import iter_own_statements, own_nodes_of
 
 CAPTURE_CONTEXTS = ("torch.cuda.graph", "torch.cuda.graphs.graph")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -94,7 +94,7 @@ def may_open(nodes: Iterable[ast.AST]) -> bool:
 def regions(fn: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve) -> list[Region]:
     """The capture regions ``fn`` opens itself, outermost first (a region nested in another is kept:
     its statements are a subset, and the checker reports a node once)."""
-    nodes = list(iter_own_statements(fn.body))
+    nodes = own_nodes_of(fn)
     ctx_names: dict[str, ast.Call] = {}
     for node in nodes:
         if isinstance(node, ast.Assign) and _is_capture_call(node.value, resolve):

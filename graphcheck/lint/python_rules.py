@@ -273,7 +273,7 @@ class _Linter:
         may_capture = capture_sites.may_capture(self.source)  # once per file, not once per function
         for info in self.index.functions:  # capture regions first: their findings say where they are captured
             if (info.is_kernel or off.get(info.qualname) == "harness" or not may_capture
-                    or not capture_sites.may_open(info.own_nodes())):
+                    or not info.may_open()):
                 continue
             for region in capture_sites.regions(info.node, self.index.aliases.resolve):
                 _FunctionChecker(self, info, None, region).run()

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import cast
 
 from graphcheck.lint.aliases import Aliases
+from graphcheck.lint.coldpaths import Cold, branch_ranges, first_use_ranges
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPE_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -122,10 +123,60 @@ class FuncInfo:
         return self.node.name
 
     def own_nodes(self) -> list[ast.AST]:
-        """Every node of this function in source order, nested defs excluded."""
+        """Every node of this function in source order, nested defs excluded (shared: never change it)."""
         if self._own is None:
-            self._own = own_statement_nodes(self.node.body)
+            self._own = own_nodes_of(self.node)
         return self._own
+
+    def first_use(self) -> list[Cold]:
+        """``coldpaths.first_use_ranges`` of this function (shared: never change it)."""
+        memo = node_memo(self.node)
+        found = memo.get("first_use")
+        if found is None:
+            found = memo["first_use"] = first_use_ranges(self.node, self.own_nodes())
+        return found
+
+    def branches(self, prefill: bool, roles: bool) -> list[Cold]:
+        """``coldpaths.branch_ranges`` of this function's own nodes (shared: never change it)."""
+        memo = node_memo(self.node)
+        key = ("branches", prefill, roles)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = branch_ranges(self.own_nodes(), prefill, roles)
+        return found
+
+    def may_open(self) -> bool:
+        """``capture_sites.may_open`` of this function's own nodes."""
+        memo = node_memo(self.node)
+        found = memo.get("may_open")
+        if found is None:
+            from graphcheck.lint.capture_sites import may_open
+
+            found = memo["may_open"] = may_open(self.own_nodes())
+        return found
+
+
+_MEMO = "_graphcheck_memo"
+
+
+def node_memo(fn: ast.AST) -> dict:
+    """Facts computed from a function's own subtree, kept on its node. A tree the project index summarized
+    is kept for the rules pass (``pool.keep_tree``): both passes then read one walk of each function. Trees
+    are never changed after parsing, so a fact stays true for as long as its node lives."""
+    memo = fn.__dict__.get(_MEMO)
+    if memo is None:
+        memo = {}
+        setattr(fn, _MEMO, memo)
+    return memo
+
+
+def own_nodes_of(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """``own_statement_nodes(fn.body)``, walked once per node (see :func:`node_memo`; never change it)."""
+    memo = node_memo(fn)
+    own = memo.get("own")
+    if own is None:
+        own = memo["own"] = own_statement_nodes(fn.body)
+    return own
 
 
 def iter_own_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:

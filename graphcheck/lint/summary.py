@@ -31,7 +31,6 @@ from typing import Any
 
 from graphcheck.lint import capture_sites
 from graphcheck.lint.callers import ArgCoder
-from graphcheck.lint.coldpaths import branch_ranges, first_use_ranges
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, generic_instantiation
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -172,7 +171,7 @@ class _Summarizer:
         regs: list[list[Any]] = []
         capture: list[list[Any]] = []
         regions = (capture_sites.regions(info.node, lambda n: self.dotted(n, info))
-                   if self.may_capture and capture_sites.may_open(info.own_nodes()) else [])
+                   if self.may_capture and info.may_open() else [])
         for region in regions:
             site = {"with": "with torch.cuda.graph(...)", "begin": "CUDAGraph.capture_begin()"}.get(
                 region.kind, "make_graphed_callables")
@@ -180,9 +179,9 @@ class _Summarizer:
                                    if not isinstance(c.func, ast.Subscript)) if d]
             capture.append([f"{site} on line {region.line}", region.line, region.end, targets])
         args: list[list[Any]] = []
-        cold_ranges = first_use_ranges(info.node, info.own_nodes())
+        cold_ranges = info.first_use()
         if self.index.mentions_prefill or self.index.mentions_roles:
-            cold_ranges += branch_ranges(info.own_nodes(), self.index.mentions_prefill, self.index.mentions_roles)
+            cold_ranges = [*cold_ranges, *info.branches(self.index.mentions_prefill, self.index.mentions_roles)]
         cold: dict[str, tuple[str, str]] = {}  # callee -> (why, kind) of its first cold call
         warm: set[str] = set()
         for node in info.own_nodes():

@@ -32,7 +32,7 @@ from typing import cast
 
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.aliases import Aliases
-from graphcheck.lint.coldpaths import Cold, branch_ranges, first_use_ranges, optional_ranges
+from graphcheck.lint.coldpaths import Cold, optional_ranges
 from graphcheck.lint.files import glob_regex
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, child_nodes
 
@@ -170,9 +170,9 @@ class FunctionFacts:
             elif isinstance(node, ast.IfExp):
                 self._conditional(node)
         # lines that run once per key (cached work) or only when an optional argument is omitted
-        self.first_use = first_use_ranges(info.node, nodes)
+        self.first_use = info.first_use()
         self.optional = optional_ranges(info.node, nodes, index.env_switches)
-        self.prefill = (branch_ranges(nodes, index.mentions_prefill, index.mentions_roles)
+        self.prefill = (info.branches(index.mentions_prefill, index.mentions_roles)
                         if index.mentions_prefill or index.mentions_roles else [])
         called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
         for node in nodes:
