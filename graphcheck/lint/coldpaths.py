@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import re
 from collections.abc import Sequence
 
@@ -140,11 +141,23 @@ _TIMING_LEAD = frozenset({"is", "do", "use", "enable", "enabled", "with", "shoul
 
 def name_words(name: str) -> list[str]:
     """``IS_NPU`` -> ``["is", "npu"]``, ``isXpuAvailable`` -> ``["is", "xpu", "available"]``."""
-    spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", spaced)
-    return [w.lower() for w in re.split(r"[_\-.]+", spaced) if w]
+    return list(_name_words(name))
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _name_words(name: str) -> tuple[str, ...]:
+    """:func:`name_words`, memoized (every platform and timing test splits the names of every branch test)."""
+    spaced = _ACRONYM.sub(r"\1_\2", name)
+    spaced = _CAMEL.sub(r"\1_\2", spaced)
+    return tuple(w.lower() for w in _WORD_BREAK.split(spaced) if w)
+
+
+_ACRONYM = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_WORD_BREAK = re.compile(r"[_\-.]+")
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def platform_word(name: str) -> str | None:
     """The non-CUDA platform a predicate name tests (``is_npu``, ``IS_NPU_AVAILABLE``, ``use_xpu``), or None.
     Only a name that is the platform with predicate words around it counts: ``cpu_offload`` is not one."""
@@ -156,6 +169,7 @@ def platform_word(name: str) -> str | None:
     return words[0] if len(words) == 1 and words[0] in NON_CUDA_PLATFORMS else None
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def timing_name(name: str) -> bool:
     """Whether a flag name says kernel timing or profiling: ``timing``, ``profile``, ``args.benchmark``,
     ``do_bench``, ``time_kernel`` (``time`` followed by a word), ``flush_cache`` (a cold-cache timing run)."""

@@ -2,12 +2,15 @@
 
 - facts of a function's own subtree kept on its node (``scope.node_memo``: own nodes, first-use ranges, branch
   ranges, ``may_open``), shared by the index pass and the rules pass when a worker keeps the tree;
+- the name splitter of the platform and timing tests (``coldpaths.name_words``, ``platform_word``,
+  ``timing_name``).
 """
 
 from __future__ import annotations
 
 import ast
 import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -84,3 +87,19 @@ def test_a_tree_the_summary_walked_lints_as_a_fresh_parse(all_functions: bool) -
         assert kept == fresh, path
         found += len(kept)
     assert found > 50
+
+
+def _name_words_uncached(name: str) -> list[str]:
+    spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", spaced)
+    return [w.lower() for w in re.split(r"[_\-.]+", spaced) if w]
+
+
+def test_name_words_memo_answers_as_the_splitter() -> None:
+    names = {n.id for _, source in SOURCES for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+    names |= {"IS_NPU", "isXpuAvailable", "HTTPServer", "time_kernel", "s.flush_cache_", "do-bench", "", "__x__"}
+    for name in sorted(names):
+        assert coldpaths.name_words(name) == _name_words_uncached(name)
+        assert coldpaths.name_words(name) is not coldpaths.name_words(name)  # a list the caller may change
+    assert coldpaths.platform_word("IS_NPU_AVAILABLE") == "npu" and coldpaths.timing_name("time_kernel")
+    assert coldpaths.platform_word("cpu_offload") is None and not coldpaths.timing_name("timeline")
