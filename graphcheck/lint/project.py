@@ -55,6 +55,19 @@ ROOT_TOKENS = ("triton", "torch.library", "custom_op", "register_kernel", "captu
                "graphcheck: expect", "autograd.Function", "import Function", "module().", "nn.Module",
                "import Module")
 _DEF_LINE = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]", re.MULTILINE)
+_DEF_WORD = re.compile(rb"def[ \t]")
+_DEF_INDENT = re.compile(rb"[ \t]*(?:async[ \t]+)?")
+
+
+def count_def_lines(data: bytes) -> int:
+    """``len(_DEF_LINE.findall(data))``: the lines that open a ``def``. A line-anchored pattern is tried at
+    every position of the file; this looks for the literal ``def`` and checks what leads to it on its line."""
+    n = 0
+    for m in _DEF_WORD.finditer(data):
+        at = m.start()
+        if _DEF_INDENT.fullmatch(data, data.rfind(b"\n", 0, at) + 1, at):
+            n += 1
+    return n
 _CACHE_FILE = "index-v1.json"
 _FORMAT = 1
 _MAX_ROUNDS = 64
@@ -311,7 +324,7 @@ def _summarize_one(path: str, module: str, is_package: bool, force: bool, regist
     from graphcheck.lint.files import decode
 
     res["digest"] = digest(data)
-    res["defs"] = len(_DEF_LINE.findall(data))
+    res["defs"] = count_def_lines(data)
     res["lines"] = data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
     res["ok"] = True
     if b"\x00" in data[:8192]:
@@ -461,7 +474,7 @@ class ProjectIndex:
             module, is_package = self.names[path]
             summ = summary_mod.summarize(source, module, is_package, self.registrars)
             lines = source.count("\n") + (0 if not source or source.endswith("\n") else 1)
-            defs = len(_DEF_LINE.findall(source.encode(errors="replace")))
+            defs = count_def_lines(source.encode(errors="replace"))
             self._take(path, [len(source), 0, None, defs, True, summ, lines])
             self._build()
             return
