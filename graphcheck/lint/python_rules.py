@@ -244,7 +244,7 @@ class _Linter:
     def __init__(self, tree: ast.Module, source: str, path: str, all_functions: bool,
                  entry_points: Sequence[str], context: dict[str, Any] | None = None) -> None:
         self.source = source
-        self.lines = python_lines(source)
+        self._lines: list[str] | None = None
         self.path = path
         self.context = context
         ctx = context or {}
@@ -281,6 +281,13 @@ class _Linter:
             _FunctionChecker(self, info, reason).run()
         self.findings.sort(key=lambda f: (f.line, f.col, f.code))
         return self.findings
+
+    @property
+    def lines(self) -> list[str]:
+        """The source's lines, split when a finding first needs its text (most files have none)."""
+        if self._lines is None:
+            self._lines = python_lines(self.source)
+        return self._lines
 
     def text(self, node: ast.AST) -> str:
         """The source text of ``node``, on one line and shortened."""
