@@ -75,7 +75,7 @@ class ModuleFacts:
         params = _param_names(info.node)
         bound = params | self._stored_names(info)
         out: dict[str, set[str]] = {}
-        free = {n.id for n in info.own_nodes() if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+        free = {n.id for n in info.group("name") if isinstance(n.ctx, ast.Load)} - bound
         for name in sorted(free):
             kinds = self._outer_kinds(info.parent, name)
             if kinds:
@@ -102,8 +102,7 @@ class ModuleFacts:
         for caller in [parent, *_descendants(parent)]:
             if caller is info:
                 continue
-            calls = [n for n in caller.own_nodes() if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                     and n.func.id == info.name]
+            calls = [n for n in caller.group("call") if isinstance(n.func, ast.Name) and n.func.id == info.name]
             if not calls:
                 continue
             facts = self._ready(caller)

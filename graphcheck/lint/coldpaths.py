@@ -338,11 +338,15 @@ OPT_IN_ENV = ("when the environment sets `{key}` (an opt-in switch, off by defau
 
 
 def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST],
-                    switches: dict[str, tuple[str, int]] | None = None) -> list[Cold]:
+                    switches: dict[str, tuple[str, int]] | None = None,
+                    tests: Sequence[ast.AST] | None = None) -> list[Cold]:
     """Line ranges of ``fn`` that run only when an optional parameter (default ``None``) is omitted, or an
     optional field of a parameter is unset; or, under ``if X:`` (``if X and ...:``) where ``X`` is a module-level
     opt-in switch read from the environment (``switches``: name -> (key, line)) and not a local name, only when
-    the environment turns it on."""
+    the environment turns it on. ``tests``: the ``If``, ``BoolOp`` and ``IfExp`` nodes of ``nodes`` in their
+    order, when the caller has them sorted out (``FuncInfo.group("branch")``)."""
+    if tests is None:
+        tests = [n for n in nodes if isinstance(n, (ast.If, ast.BoolOp, ast.IfExp))]
     optional = _defaults_that_are(fn, None)
     params = _all_params(fn)
     flags = _defaults_that_are(fn, False)
@@ -350,7 +354,7 @@ def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[
     out = []
     if switches:
         local = params | {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        for node in nodes:
+        for node in tests:
             if not isinstance(node, ast.If) or not node.body:
                 continue
             test = node.test
@@ -361,7 +365,7 @@ def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[
                 key, line = switches[switch]
                 out.append(Cold(node.body[0].lineno, _last_line(node.body),
                                 OPT_IN_ENV.format(key=key, name=switch, line=line), kind=OPTIONAL_ARGUMENT))
-    for node in nodes:
+    for node in tests:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id in flags and node.body:
             # `if clean: ...` with `clean=False`: an opt-in the caller must ask for
             name = node.test.id

@@ -202,9 +202,7 @@ def _host_allocation(info: FuncInfo, resolve: Callable[[ast.AST], str | None]) -
     """The line of an allocation with ``device="cpu"`` written out (not pinned: a pinned buffer is a staging
     area for device work) among the function's own nodes, or None. An allocation is what the allocation rule
     takes for one (``_allocates``, on the name ``resolve`` gives), or a ``torch.tensor`` built from data."""
-    for node in info.own_nodes():
-        if not isinstance(node, ast.Call):
-            continue
+    for node in info.group("call"):
         func = node.func
         qual = resolve(func)
         if not (qual == "torch.tensor" or _allocates(qual, func.attr if isinstance(func, ast.Attribute) else None)):
@@ -598,7 +596,7 @@ class _FunctionChecker:
         else:
             if self._regions is None:
                 self._regions = (capture_sites.regions(self.info.node, self.aliases.resolve)
-                                 if capture_sites.may_open(self.info.own_nodes()) else [])
+                                 if self.info.may_open() else [])
             regions = self._regions
         inside = [r for r in regions if r.line <= line <= r.end]
         if not inside:

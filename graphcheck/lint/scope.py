@@ -20,7 +20,7 @@ import dataclasses
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from typing import cast
+from typing import Any, cast
 
 from graphcheck.lint.aliases import Aliases
 from graphcheck.lint.coldpaths import Cold, branch_ranges, first_use_ranges
@@ -117,6 +117,7 @@ class FuncInfo:
     is_kernel: bool = False
     root_reason: str | None = None  # why a decorator makes it capture-reachable
     _own: list[ast.AST] | None = None
+    _groups: dict[str, list[ast.AST]] | None = None
 
     @property
     def name(self) -> str:
@@ -127,6 +128,19 @@ class FuncInfo:
         if self._own is None:
             self._own = own_nodes_of(self.node)
         return self._own
+
+    def group(self, name: str) -> list[Any]:
+        """The own nodes of one kind (:data:`NODE_GROUPS`: ``call``, ``attribute``, ``name``, ``assign``,
+        ``bind``, ``branch``, ``with``), in the order of :meth:`own_nodes`: one pass over the function sorts
+        them for every walk of the value model that looks at one kind only (never change the list)."""
+        if self._groups is None:
+            groups: dict[str, list[ast.AST]] = {g: [] for g in _GROUP_NAMES}
+            kinds = NODE_GROUPS.get
+            for node in self.own_nodes():
+                for g in kinds(type(node), ()):
+                    groups[g].append(node)
+            self._groups = groups
+        return self._groups[name]
 
     def first_use(self) -> list[Cold]:
         """``coldpaths.first_use_ranges`` of this function (shared: never change it)."""
@@ -156,6 +170,25 @@ class FuncInfo:
         return found
 
 
+# the groups of own nodes FuncInfo.group gives, by the exact type of a node (a parsed tree has no subclasses)
+NODE_GROUPS: dict[type, tuple[str, ...]] = {
+    ast.Call: ("call",),
+    ast.Attribute: ("attribute",),
+    ast.Name: ("name",),
+    ast.Assign: ("assign", "bind"),
+    ast.AnnAssign: ("bind",),
+    ast.AugAssign: ("bind",),
+    ast.NamedExpr: ("bind",),
+    ast.For: ("bind",),
+    ast.AsyncFor: ("bind",),
+    ast.comprehension: ("bind",),
+    ast.If: ("branch",),
+    ast.BoolOp: ("branch",),
+    ast.IfExp: ("branch",),
+    ast.With: ("with",),
+    ast.AsyncWith: ("with",),
+}
+_GROUP_NAMES = sorted({g for groups in NODE_GROUPS.values() for g in groups})
 _MEMO = "_graphcheck_memo"
 
 

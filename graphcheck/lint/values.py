@@ -139,9 +139,10 @@ class FunctionFacts:
         self._debug = _compile_globs(debug_flags)
         self._typed_tensors: set[str] = set()  # tensors by annotation or by the value assigned, not by use
         # lines under `with torch.device(<not the CPU>):`, where device-less factories make device tensors
+        # (the walks below each read one group of the function's own nodes, sorted by kind in one pass)
         self._device_blocks = [
-            (node.body[0].lineno, _last_line(node.body)) for node in info.own_nodes()
-            if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            (node.body[0].lineno, _last_line(node.body)) for node in info.group("with")
+            if any(
                 isinstance(item.context_expr, ast.Call) and self.aliases.resolve(item.context_expr.func)
                 == "torch.device" and not is_cpu_device(self.aliases, item.context_expr) for item in node.items)]
         self._params(info.node)
@@ -153,8 +154,9 @@ class FunctionFacts:
         self._isinstance_alias: dict[str, ast.Call] = {}
         # names narrowed in one arm of a conditional expression: id(Name node) -> state
         self._node_narrow: dict[int, str] = {}
-        for node in nodes:
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        assigns: list[ast.Assign] = info.group("assign")
+        for node in assigns:
+            if (len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                     and isinstance(node.value, ast.Call)
                     and is_builtin(self.aliases, node.value.func, ("isinstance",))):
                 self._isinstance_alias[node.targets[0].id] = node.value
@@ -162,7 +164,7 @@ class FunctionFacts:
         self.narrowed: list[tuple[int, int, str, str]] = []
         # line ranges that never run under capture (guarded by is_current_stream_capturing)
         self.off_capture: list[tuple[int, int]] = []
-        for node in nodes:
+        for node in info.group("branch"):
             if isinstance(node, ast.If):
                 self._branches(node, guards)
             elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
@@ -171,24 +173,25 @@ class FunctionFacts:
                 self._conditional(node)
         # lines that run once per key (cached work) or only when an optional argument is omitted
         self.first_use = info.first_use()
-        self.optional = optional_ranges(info.node, nodes, index.env_switches)
+        self.optional = optional_ranges(info.node, nodes, index.env_switches, info.group("branch"))
         self.prefill = (info.branches(index.mentions_prefill, index.mentions_roles)
                         if index.mentions_prefill or index.mentions_roles else [])
-        called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
-        for node in nodes:
-            if isinstance(node, ast.Attribute) and node.attr in TENSOR_HINT_ATTRS and isinstance(node.value, ast.Name):
+        calls: list[ast.Call] = info.group("call")
+        called = {id(node.func) for node in calls}
+        for node in info.group("attribute"):  # (names get kinds in a set looked up by name: order is no matter)
+            if node.attr in TENSOR_HINT_ATTRS and isinstance(node.value, ast.Name):
                 if node.attr in _TENSOR_HINT_FIELDS or id(node) in called:
                     self._add(node.value.id, "tensor")
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "record":
-                if isinstance(node.func.value, ast.Name):
-                    self._add(node.func.value.id, "event")
+        for call in calls:
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "record":
+                if isinstance(call.func.value, ast.Name):
+                    self._add(call.func.value.id, "event")
         for name in index.cpu_generators:
             self._add(name, "cpugen")
         # names the function binds to a tensor's metadata (`shape = w.shape`, `dtype = w.dtype`, `n = w.size(0)`)
         self._metadata_names = {
-            t.id for node in nodes if isinstance(node, ast.Assign) and _is_metadata(node.value)
-            for t in node.targets if isinstance(t, ast.Name)}
-        for node in nodes:
+            t.id for node in assigns if _is_metadata(node.value) for t in node.targets if isinstance(t, ast.Name)}
+        for node in info.group("bind"):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     self._bind(target, node.value)

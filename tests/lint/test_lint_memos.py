@@ -2,6 +2,7 @@
 
 - facts of a function's own subtree kept on its node (``scope.node_memo``: own nodes, first-use ranges, branch
   ranges, ``may_open``), shared by the index pass and the rules pass when a worker keeps the tree;
+- a function's own nodes sorted by kind in one pass (``FuncInfo.group``);
 - the name splitter of the platform and timing tests (``coldpaths.name_words``, ``platform_word``,
   ``timing_name``).
 """
@@ -17,7 +18,7 @@ import pytest
 
 from graphcheck.lint import capture_sites, coldpaths
 from graphcheck.lint.python_rules import lint_python
-from graphcheck.lint.scope import ModuleIndex, node_memo, own_nodes_of, own_statement_nodes
+from graphcheck.lint.scope import NODE_GROUPS, ModuleIndex, node_memo, own_nodes_of, own_statement_nodes
 from graphcheck.lint.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +72,9 @@ def test_node_facts_are_those_of_the_uncached_walks() -> None:
             opens = capture_sites.may_open(own)
             assert info.may_open() == opens
             counts["may_open"] += opens
+            for name in {g for groups in NODE_GROUPS.values() for g in groups}:
+                types = tuple(t for t, groups in NODE_GROUPS.items() if name in groups)
+                assert info.group(name) == [n for n in info.own_nodes() if isinstance(n, types)]
     assert len(SOURCES) > 100 and all(n > 3 for n in counts.values()), counts  # the corpus exercises each fact
 
 
