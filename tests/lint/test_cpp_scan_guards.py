@@ -73,3 +73,10 @@ def test_same_findings_with_the_guards_off(monkeypatch: pytest.MonkeyPatch) -> N
     unguarded = [[f.to_dict() for f in cpp_rules.lint_cpp(src, path)] for path, src in texts]
     assert guarded == unguarded
     assert len(texts) > 100 and sum(map(len, guarded)) > 25  # a real corpus with findings
+
+
+def test_blank_text_is_the_per_character_substitution() -> None:
+    texts = ["", "a", "\n", "ab\ncd\n\n", "\r\n x", "é\u2028\x85\n\t", "x" * 1000 + "\n" * 3]
+    texts += [src for _, src in _cpp_texts()]
+    for text in texts:
+        assert cpp_rules.blank_text(text) == re.sub(r"[^\n]", " ", text)
