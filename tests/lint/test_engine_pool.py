@@ -168,6 +168,22 @@ def test_a_kept_tree_is_given_only_for_the_same_source():
     pool.drop_trees()
 
 
+def test_a_worker_keeps_the_trees_it_gave_until_it_exits_and_this_process_does_not(monkeypatch):
+    import ast
+
+    from graphcheck.lint import pool
+
+    tree = ast.parse("x = 1\n")
+    pool.keep_tree("/a.py", "x = 1\n", tree)
+    assert pool.take_tree("/a.py", "x = 1\n") is tree and pool._given == []  # this process: freed after use
+    monkeypatch.setattr(pool, "_in_worker", True)
+    monkeypatch.setattr(pool.gc, "freeze", lambda: None)
+    pool.keep_tree("/a.py", "x = 1\n", tree)
+    assert pool.take_tree("/a.py", "x = 1\n") is tree and pool._given == [tree]  # freed by the worker's exit
+    pool.drop_trees()
+    assert pool._given == [] and pool._held == {}
+
+
 def _pid_chunk(tasks):
     return [(t, os.getpid()) for t in tasks]
 
