@@ -84,8 +84,12 @@ def cache_decorator(fn: ast.AST) -> str | None:
     return None
 
 
-def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST]) -> list[Cold]:
-    """Line ranges of ``fn`` that run once per key (its nodes ``nodes``, nested defs excluded)."""
+def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST],
+                     ifs: Sequence[ast.If] | None = None, lookups: Sequence[ast.AST] | None = None,
+                     assigns: Sequence[ast.Assign] | None = None) -> list[Cold]:
+    """Line ranges of ``fn`` that run once per key (its nodes ``nodes``, nested defs excluded). ``ifs``,
+    ``lookups`` and ``assigns``: the ``If``, the ``Assign``/``NamedExpr`` and the ``Assign`` nodes of ``nodes``
+    in their order, when the caller has them sorted out (``FuncInfo.group``)."""
     end = fn.end_lineno or fn.lineno
     deco = cache_decorator(fn)
     if deco is not None:
@@ -94,10 +98,12 @@ def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence
     after = memo_return(fn)
     if after is not None:
         out.append(Cold(after + 1, end, f"below the memo lookup that returns on line {after}, on a miss, {FIRST_USE}"))
-    ifs = [n for n in nodes if isinstance(n, ast.If)]
+    if ifs is None:
+        ifs = [n for n in nodes if isinstance(n, ast.If)]
     if not ifs:
         return out
-    looked_up = _lookups(nodes) if any(isinstance(n.test, (ast.Name, ast.UnaryOp, ast.Compare)) for n in ifs) else {}
+    looked_up = (_lookups(nodes if lookups is None else lookups)
+                 if any(isinstance(n.test, (ast.Name, ast.UnaryOp, ast.Compare)) for n in ifs) else {})
     for node in ifs:
         miss = _miss_test(node.test, looked_up)
         if miss is None:
@@ -106,7 +112,7 @@ def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence
         block = node.body if on_true else node.orelse
         if not block or not (_cache_named(container) or _stores_into(block, container)):
             continue
-        if key is not None and _per_call_key(key, nodes):
+        if key is not None and _per_call_key(key, nodes if assigns is None else assigns):
             continue  # keyed on a tensor's `_version`: a write to a static buffer misses again at capture
         why = f"on a miss of `{_text(container)}` (line {node.lineno}), {FIRST_USE}"
         out.append(Cold(block[0].lineno, _last_line(block), why))

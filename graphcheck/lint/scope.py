@@ -131,8 +131,9 @@ class FuncInfo:
 
     def group(self, name: str) -> list[Any]:
         """The own nodes of one kind (:data:`NODE_GROUPS`: ``call``, ``attribute``, ``name``, ``assign``,
-        ``bind``, ``branch``, ``with``), in the order of :meth:`own_nodes`: one pass over the function sorts
-        them for every walk of the value model that looks at one kind only (never change the list)."""
+        ``bind``, ``lookup``, ``branch``, ``if``, ``with``), in the order of :meth:`own_nodes`: one pass over the
+        function sorts them for every walk of the summary and the value model that looks at one kind only
+        (never change the list)."""
         if self._groups is None:
             groups: dict[str, list[ast.AST]] = {g: [] for g in _GROUP_NAMES}
             kinds = NODE_GROUPS.get
@@ -147,7 +148,8 @@ class FuncInfo:
         memo = node_memo(self.node)
         found = memo.get("first_use")
         if found is None:
-            found = memo["first_use"] = first_use_ranges(self.node, self.own_nodes())
+            found = memo["first_use"] = first_use_ranges(
+                self.node, self.own_nodes(), self.group("if"), self.group("lookup"), self.group("assign"))
         return found
 
     def branches(self, prefill: bool, roles: bool) -> list[Cold]:
@@ -156,7 +158,7 @@ class FuncInfo:
         key = ("branches", prefill, roles)
         found = memo.get(key)
         if found is None:
-            found = memo[key] = branch_ranges(self.own_nodes(), prefill, roles)
+            found = memo[key] = branch_ranges(self.group("if"), prefill, roles)
         return found
 
     def may_open(self) -> bool:
@@ -166,7 +168,7 @@ class FuncInfo:
         if found is None:
             from graphcheck.lint.capture_sites import may_open
 
-            found = memo["may_open"] = may_open(self.own_nodes())
+            found = memo["may_open"] = bool(self.group("with")) or may_open(self.group("call"))
         return found
 
 
@@ -175,14 +177,14 @@ NODE_GROUPS: dict[type, tuple[str, ...]] = {
     ast.Call: ("call",),
     ast.Attribute: ("attribute",),
     ast.Name: ("name",),
-    ast.Assign: ("assign", "bind"),
+    ast.Assign: ("assign", "bind", "lookup"),
     ast.AnnAssign: ("bind",),
     ast.AugAssign: ("bind",),
-    ast.NamedExpr: ("bind",),
+    ast.NamedExpr: ("bind", "lookup"),
     ast.For: ("bind",),
     ast.AsyncFor: ("bind",),
     ast.comprehension: ("bind",),
-    ast.If: ("branch",),
+    ast.If: ("branch", "if"),
     ast.BoolOp: ("branch",),
     ast.IfExp: ("branch",),
     ast.With: ("with",),

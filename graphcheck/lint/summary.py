@@ -184,9 +184,7 @@ class _Summarizer:
             cold_ranges = [*cold_ranges, *info.branches(self.index.mentions_prefill, self.index.mentions_roles)]
         cold: dict[str, tuple[str, str]] = {}  # callee -> (why, kind) of its first cold call
         warm: set[str] = set()
-        for node in info.own_nodes():
-            if not isinstance(node, ast.Call):
-                continue
+        for node in info.group("call"):
             func = node.func
             if isinstance(func, ast.Subscript):
                 base = self.dotted(func.value, info)
