@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import cast
 
 from graphcheck.lint.scope import iter_own_statements, own_nodes_of
@@ -75,20 +75,6 @@ def _is_capture_call(expr: ast.AST, resolve: Resolve) -> bool:
 def may_capture(source: str) -> bool:
     """Can the source open a capture region at all (every form names ``graph`` or ``capture_begin``)?"""
     return "graph" in source or "capture_begin" in source
-
-
-def may_open(nodes: Iterable[ast.AST]) -> bool:
-    """Can a function with these (own) nodes open a region: a ``with``, a ``capture_begin()`` or a
-    ``make_graphed_callables(...)`` call? A cheap test before :func:`regions` walks it again."""
-    for node in nodes:
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            return True
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name in ("capture_begin", "make_graphed_callables"):
-                return True
-    return False
 
 
 def regions(fn: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve) -> list[Region]:

@@ -162,14 +162,26 @@ class FuncInfo:
         return found
 
     def may_open(self) -> bool:
-        """``capture_sites.may_open`` of this function's own nodes."""
+        """:func:`may_open` of this function's own nodes."""
         memo = node_memo(self.node)
         found = memo.get("may_open")
         if found is None:
-            from graphcheck.lint.capture_sites import may_open
-
             found = memo["may_open"] = bool(self.group("with")) or may_open(self.group("call"))
         return found
+
+
+def may_open(nodes: Iterable[ast.AST]) -> bool:
+    """Can a function with these (own) nodes open a capture region: a ``with``, a ``capture_begin()`` or a
+    ``make_graphed_callables(...)`` call? A cheap test before ``capture_sites.regions`` walks it again."""
+    for node in nodes:
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in ("capture_begin", "make_graphed_callables"):
+                return True
+    return False
 
 
 # the groups of own nodes FuncInfo.group gives, by the exact type of a node (a parsed tree has no subclasses)

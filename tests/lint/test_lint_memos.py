@@ -16,9 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from graphcheck.lint import capture_sites, coldpaths
+from graphcheck.lint import coldpaths
 from graphcheck.lint.python_rules import lint_python
-from graphcheck.lint.scope import NODE_GROUPS, ModuleIndex, node_memo, own_nodes_of, own_statement_nodes
+from graphcheck.lint.scope import (
+    NODE_GROUPS,
+    ModuleIndex,
+    may_open,
+    node_memo,
+    own_nodes_of,
+    own_statement_nodes,
+)
 from graphcheck.lint.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +76,7 @@ def test_node_facts_are_those_of_the_uncached_walks() -> None:
                 ranges = coldpaths.branch_ranges(own, prefill, roles)
                 assert info.branches(prefill, roles) == ranges
                 counts["branches"] += bool(ranges)
-            opens = capture_sites.may_open(own)
+            opens = may_open(own)
             assert info.may_open() == opens
             counts["may_open"] += opens
             for name in {g for groups in NODE_GROUPS.values() for g in groups}:
