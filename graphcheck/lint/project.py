@@ -46,6 +46,7 @@ from graphcheck.lint import summary as summary_mod
 from graphcheck.lint.scope import (
     _CUSTOM_OP,
     _LIB_IMPL,
+    DEVICE_DECORATORS,
     TRITON_DECORATORS,
     may_be_reachable,
 )
@@ -578,6 +579,8 @@ class ProjectIndex:
                     self.kernels.setdefault(dotted, "cute")
                 elif canon.startswith("cuda.tile") and canon.endswith(".kernel"):
                     self.kernels.setdefault(dotted, "tile")
+                elif canon in DEVICE_DECORATORS:
+                    self.kernels.setdefault(dotted, DEVICE_DECORATORS[canon])
 
     # -- resolution --------------------------------------------------------
 

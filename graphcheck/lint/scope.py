@@ -39,6 +39,14 @@ TRITON_DECORATORS = {
     "triton.runtime.heuristics": "heuristics",
     "triton.runtime.autotuner.heuristics": "heuristics",
 }
+# Device code of kernel DSLs whose bodies are traced into a kernel, never run as host Python per call:
+# TileLang's `@T.prim_func` / `@T.macro` (a TIR function; its `if`s and loops are on device values)
+DEVICE_DECORATORS = {
+    "tilelang.language.prim_func": "tilelang",
+    "tilelang.language.macro": "tilelang",
+    "tvm.script.tir.prim_func": "tilelang",
+    "tvm.script.parser.tir.prim_func": "tilelang",
+}
 _CUSTOM_OP = {"torch.library.custom_op", "torch._library.custom_ops.custom_op"}
 _LIB_IMPL = {"torch.library.impl", "torch.library.register_kernel"}
 _LIBRARY_CTORS = {"torch.library.Library"}
@@ -436,6 +444,9 @@ class ModuleIndex:
             qual = self.aliases.resolve(target)
             if qual in TRITON_DECORATORS:
                 kinds.append(TRITON_DECORATORS[qual])
+                continue
+            if qual in DEVICE_DECORATORS:
+                info.is_kernel = True  # device code: no host rule reads it, reachability does not enter it
                 continue
             if qual in _CUSTOM_OP:
                 info.root_reason = f"is registered as a custom op with {qual}"
