@@ -138,6 +138,9 @@ class FunctionFacts:
         self._host_name_memo: dict[str, bool] = {}
         self._debug = _compile_globs(debug_flags)
         self._typed_tensors: set[str] = set()  # tensors by annotation or by the value assigned, not by use
+        # name -> the tuple/list literal it was bound to (None once bound to anything else), so that
+        # `snap = (x.cpu(), n); a, b = snap` gives each name its own element's kinds
+        self._literals: dict[str, ast.Tuple | ast.List | None] = {}
         # lines under `with torch.device(<not the CPU>):`, where device-less factories make device tensors
         # (the walks below each read one group of the function's own nodes, sorted by kind in one pass)
         self._device_blocks = [
@@ -580,6 +583,8 @@ class FunctionFacts:
         if self.in_guarded_branch(getattr(value, "lineno", 0)):
             kinds.discard("host")  # a value read under an isinstance/None test does not taint the rest
         if isinstance(target, ast.Name):
+            literal = value if isinstance(value, (ast.Tuple, ast.List)) else None
+            self._literals[target.id] = literal if target.id not in self._literals else None
             for kind in kinds:
                 self._add(target.id, kind)
             if "tensor" in kinds:
@@ -590,6 +595,8 @@ class FunctionFacts:
                 self._baked_origin[target.id] = self.baked_source(value) or value
         elif isinstance(target, (ast.Tuple, ast.List)):
             elem_kinds = kinds - {"hostseq", "hosttensor", "pinned", "cpugen", "event"}
+            if isinstance(value, ast.Name) and self._literals.get(value.id) is not None:
+                value = self._literals[value.id] or value  # bound once, to a literal: unpack its elements
             if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
                 # `a, b = x.size(0), y.max().item()`: each name gets its own value's kinds
                 for elt, part in zip(target.elts, value.elts):
@@ -617,6 +624,7 @@ class FunctionFacts:
         names = [target] if isinstance(target, ast.Name) else [
             e for e in getattr(target, "elts", ()) if isinstance(e, ast.Name)]
         for name in names:
+            self._literals[name.id] = None
             for kind in kinds:
                 self._add(name.id, kind)
             if "host" in kinds and name.id not in self.host_origin:
