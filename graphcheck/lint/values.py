@@ -619,6 +619,8 @@ class FunctionFacts:
         kinds = {"loop"}
         if self.host_source(iterable) is not None:
             kinds.add("host")
+        if isinstance(target, ast.Name) and self.holds_host_values(iterable):
+            kinds.add("hostval")  # an element of host values is a host value: reading it needs no sync
         if self.tensorish(iterable):
             kinds.add("tensor")
         names = [target] if isinstance(target, ast.Name) else [
@@ -648,6 +650,8 @@ class FunctionFacts:
             kinds.add("hostseq")
         if self.structural(value):
             kinds.add("shape")
+        if isinstance(value, (ast.ListComp, ast.GeneratorExp, ast.List, ast.Tuple)) and self.holds_host_values(value):
+            kinds.add("hostvals")
         if isinstance(value, ast.Call):
             qual = self.aliases.resolve(value.func)
             if self.host_tensor_call(value):
@@ -897,6 +901,17 @@ class FunctionFacts:
         if generator is not None and not (isinstance(generator, ast.Name) and self.has(generator.id, "cpugen")):
             return False  # a generator's device decides where the draw happens
         return self.default_device_is_host(node)
+
+    def holds_host_values(self, node: ast.AST) -> bool:
+        """A list, tuple or comprehension whose every element is a host value (``[bt[i] for i in r]`` of a
+        ``.cpu()`` copy), a name bound to one, or a host tensor or array (iterating it yields host values)."""
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            return self.is_host_value(node.elt)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return bool(node.elts) and all(self.is_host_value(e) for e in node.elts)
+        if isinstance(node, ast.Name) and self.has(node.id, "hostvals"):
+            return True
+        return self.is_host_value(node)
 
     def is_host_tensor(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Call):

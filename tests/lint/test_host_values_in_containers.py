@@ -1,5 +1,6 @@
-"""A name bound once to a tuple literal and unpacked later gives each unpacked name its own element's kinds
-(`snap = (lens.cpu().tolist(), table.cpu()); sl, bt = snap`): a host copy stays a host value."""
+"""Host values through containers: a name bound once to a tuple literal and unpacked later gives each
+unpacked name its own element's kinds (`snap = (lens.cpu().tolist(), table.cpu()); sl, bt = snap`), and the
+elements of a list of host values (`[bt[i] for i in r]` of a `.cpu()` copy) are host values."""
 
 from __future__ import annotations
 
@@ -43,3 +44,26 @@ def test_a_tuple_variable_bound_twice_is_not_unpacked_by_element():
         return int(bt.min())
     """
     assert ("GC102", "return int(bt.min())") in syncs(body)
+
+
+def test_elements_of_a_list_of_host_tensor_slices_are_host_values():
+    # exllamav3's fault dump: slices of a `.cpu()` copy, read back one by one
+    body = """
+        bt = table.cpu()
+        used = [bt[i, :4] for i in range(3)]
+        first = [u.tolist() for u in used]
+        for u in used:
+            print(int(u.min()))
+        return first
+    """
+    assert syncs(body) == []
+
+
+def test_elements_of_a_list_of_device_tensor_slices_still_sync():
+    body = """
+        used = [table[i, :4] for i in range(3)]
+        for u in used:
+            print(int(u.min()))
+        return [u.tolist() for u in used]
+    """
+    assert syncs(body) == [("GC102", "print(int(u.min()))"), ("GC103", "return [u.tolist() for u in used]")]
