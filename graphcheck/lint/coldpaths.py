@@ -105,6 +105,12 @@ def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence
     looked_up = (_lookups(nodes if lookups is None else lookups)
                  if any(isinstance(n.test, (ast.Name, ast.UnaryOp, ast.Compare)) for n in ifs) else {})
     for node in ifs:
+        flag = _unset_flag(node.test, node.body)
+        if flag is not None:
+            out.append(Cold(node.body[0].lineno, _last_line(node.body),
+                            f"while `{flag}` is not yet set (line {node.lineno}), once (one-time set-up, normally "
+                            "done in a warm-up before capture)"))
+            continue
         miss = _miss_test(node.test, looked_up)
         if miss is None:
             continue
@@ -548,6 +554,33 @@ def _defaults_that_are(fn: ast.FunctionDef | ast.AsyncFunctionDef, value: object
 def _all_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     a = fn.args
     return {arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]} - {"self", "cls"}
+
+
+# words of a flag that records one-time set-up: `self.x_fan_ready`, `_initialized`, `tables_built`
+_DONE_WORDS = frozenset({"ready", "initialized", "initialised", "inited", "built", "prepared", "loaded",
+                         "warmed", "compiled"})
+
+
+def _unset_flag(test: ast.AST, block: list[ast.stmt]) -> str | None:
+    """The flag of a one-time set-up test (``if not self.tables_ready:``), or None: a negated name or
+    attribute that the block sets to ``True``, or whose name says set-up is done (``*_ready``,
+    ``*_initialized``, ``*_built``, ...), the block then calling the set-up that sets it."""
+    if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+        return None
+    flag = test.operand
+    if isinstance(flag, ast.Attribute):
+        name = flag.attr
+    elif isinstance(flag, ast.Name):
+        name = flag.id
+    else:
+        return None
+    text = _text(flag)
+    for stmt in block:
+        if (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and stmt.value.value is True
+                and any(_text(t) == text for t in stmt.targets)):
+            return text
+    words = _name_words(name)
+    return text if words and words[-1] in _DONE_WORDS else None
 
 
 def _cache_named(node: ast.AST) -> bool:
