@@ -149,38 +149,58 @@ def _imported_modules(keys: set[str], paths: Sequence[str]) -> set[str]:
     other names; in a module nothing in the tree imports (a kernel library's leaf module, a wrapper file
     linted with its package) it is the API others call, and its findings stay errors. Files the scan could
     not read or parse import nothing here, which keeps the findings errors."""
-    by_stem: dict[bytes, list[str]] = {}
-    for key in keys:
-        by_stem.setdefault(key.rpartition("/")[2].encode(), []).append(key)
-    scan = _Scan({})
-    scan.by_module = {key: [] for key in keys}
+    stems = {key.rpartition("/")[2].encode() for key in keys}
     used: set[str] = set()
     for path in paths:
         own = _key(path)
+        folder = os.path.dirname(os.path.abspath(path)).replace(os.sep, "/")
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
         except OSError:
             continue
-        if not any(stem in data for stem in by_stem) or b"import" not in data or b"\x00" in data[:8192]:
+        if not any(stem in data for stem in stems) or b"import" not in data or b"\x00" in data[:8192]:
             continue
         try:
             tree = ast.parse(files_mod.decode(data, "python"))
         except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
             continue
-        refs = _Refs(scan, path, tree, set())
         for node in ast.walk(tree):
             named: list[str] = []
             if isinstance(node, ast.Import):
                 named = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                source = refs.source(node)
-                named = [source, *(refs.member(source, alias.name) for alias in node.names)]
+                source = _import_source(node, folder)
+                named = [source, *(_member(source, alias.name) for alias in node.names)]
             for module in named:
-                used.update(k for k in scan.modules(module) if k != own)
+                used.update(k for k in _modules_named(module, keys) if k != own)
         if used >= keys:
             break
     return used
+
+
+def _import_source(node: ast.ImportFrom, folder: str) -> str:
+    """The module a ``from`` import in a file of ``folder`` names: dotted as written, or a path for a
+    relative one."""
+    if not node.level:
+        return node.module or ""
+    base = folder
+    for _ in range(node.level - 1):
+        base = base.rpartition("/")[0]
+    return "/".join([base, *(node.module.split(".") if node.module else [])])
+
+
+def _member(module: str, name: str) -> str:
+    return f"{module}/{name}" if module.startswith("/") else f"{module}.{name}"
+
+
+def _modules_named(module: str, keys: Iterable[str]) -> list[str]:
+    """The module keys of ``keys`` an import names: ``module`` is a path (``/t/pkg/ops``, from a relative
+    import) or a dotted name as written (``pkg.ops``), which names every module whose path ends so."""
+    if module.startswith("/"):
+        return [module] if module in keys else []
+    tail = "/" + module.replace(".", "/")
+    return [k for k in keys if k.endswith(tail)]
 
 
 def _key(path: str) -> str:
@@ -272,12 +292,8 @@ class _Scan:
                    for name in set(re.findall(rb"\w+", statements)))
 
     def modules(self, module: str) -> list[str]:
-        """The candidates' module keys an import names: ``module`` is a path (``/t/pkg/ops``, from a relative
-        import) or a dotted name as written (``pkg.ops``), which names every module whose path ends so."""
-        if module.startswith("/"):
-            return [module] if module in self.by_module else []
-        tail = "/" + module.replace(".", "/")
-        return [k for k in self.by_module if k.endswith(tail)]
+        """The candidates' module keys an import names (``_modules_named``)."""
+        return _modules_named(module, self.by_module)
 
 
 class _Refs:
@@ -292,19 +308,6 @@ class _Refs:
 
     def live(self, dotteds: Iterable[str]) -> None:
         self.scan.live.update(dotteds)
-
-    def source(self, node: ast.ImportFrom) -> str:
-        """The module a ``from`` import names: dotted as written, or a path for a relative one."""
-        if not node.level:
-            return node.module or ""
-        base = self.folder
-        for _ in range(node.level - 1):
-            base = base.rpartition("/")[0]
-        return "/".join([base, *(node.module.split(".") if node.module else [])])
-
-    @staticmethod
-    def member(module: str, name: str) -> str:
-        return f"{module}/{name}" if module.startswith("/") else f"{module}.{name}"
 
     def hit(self, module: str, name: str | None = None) -> None:
         """``module`` (see ``_Scan.modules``) is referenced: its candidate ``name``, or all of them."""
@@ -321,12 +324,12 @@ class _Refs:
                     local = alias.asname or alias.name.partition(".")[0]
                     self.bound[local] = alias.name if alias.asname else local
             elif isinstance(node, ast.ImportFrom):
-                source = self.source(node)
+                source = _import_source(node, self.folder)
                 for alias in node.names:
                     if alias.name == "*":
                         self.hit(source)
                         continue
-                    self.bound[alias.asname or alias.name] = self.member(source, alias.name)
+                    self.bound[alias.asname or alias.name] = _member(source, alias.name)
                     if alias.name in self.words:
                         self.hit(source, alias.name)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 300:
@@ -352,7 +355,7 @@ class _Refs:
             return None
         out = self.bound[node.id]
         for part in reversed(parts):
-            out = self.member(out, part)
+            out = _member(out, part)
         return out
 
     def attribute(self, node: ast.Attribute) -> None:
