@@ -229,12 +229,6 @@ def branch_ranges(nodes: Sequence[ast.AST], prefill: bool = True, roles: bool = 
     return out
 
 
-def prefill_ranges(nodes: Sequence[ast.AST]) -> list[Cold]:
-    """Blocks of a function (its nodes ``nodes``) that run only for prefill: under a test naming a prefill
-    flag and nothing about decode."""
-    return branch_ranges(nodes, prefill=True, roles=False)
-
-
 def _prefill_test(test: ast.AST) -> bool | None:
     """Whether the branch taken for prefill is the true one (True), the false one (False), or None when
     ``test`` is not a prefill test. ``has_prefill``, ``n_prefills > 0``, ``m.prefill is not None``,
