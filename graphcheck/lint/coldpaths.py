@@ -558,7 +558,10 @@ _DONE_WORDS = frozenset({"ready", "initialized", "initialised", "inited", "built
 def _unset_flag(test: ast.AST, block: list[ast.stmt]) -> str | None:
     """The flag of a one-time set-up test (``if not self.tables_ready:``), or None: a negated name or
     attribute that the block sets to ``True``, or whose name says set-up is done (``*_ready``,
-    ``*_initialized``, ``*_built``, ...), the block then calling the set-up that sets it."""
+    ``*_initialized``, ``*_built``, ...), the block then calling the set-up that sets it. One operand of an
+    ``and`` counts (``if not self.ready and self.device is not None:``): the block still runs at most once."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return next((flag for flag in (_unset_flag(v, block) for v in test.values) if flag is not None), None)
     if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
         return None
     flag = test.operand

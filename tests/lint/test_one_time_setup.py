@@ -56,3 +56,14 @@ def test_a_flag_whose_name_does_not_say_done_stays_an_error(tmp_path):
 
 def test_a_ready_flag_tested_the_other_way_stays_an_error(tmp_path):
     assert gc301(tmp_path, "x_fan_ready", "if self.x_fan_ready:\n                self._build_tables(x)")[0] == "error"
+
+
+def test_a_ready_flag_in_an_and_test_is_a_warning(tmp_path):
+    test = "if not self.x_fan_ready and x is not None:\n                self._build_tables(x)"
+    assert gc301(tmp_path, "x_fan_ready", test)[0] == "warning"
+
+
+def test_a_ready_flag_in_an_or_test_stays_an_error(tmp_path):
+    # `or` runs the block whenever the other operand holds, on every call
+    test = "if not self.x_fan_ready or x is not None:\n                self._build_tables(x)"
+    assert gc301(tmp_path, "x_fan_ready", test)[0] == "error"
