@@ -31,7 +31,7 @@ from typing import Any
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.callers import all_pass_numbers
 from graphcheck.lint.scope import FuncInfo, ModuleIndex
-from graphcheck.lint.values import DEFAULT_HOST_NAMES, FunctionFacts
+from graphcheck.lint.values import DEFAULT_HOST_NAMES, FunctionFacts, names_tensor_type
 
 HOST_KINDS = frozenset({"hostval", "hosttensor", "pinned", "hostseq", "shape"})
 
@@ -125,7 +125,7 @@ class ModuleFacts:
             return []
         a = info.node.args
         return [arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]
-                if arg.annotation is not None and "Tensor" in ast.unparse(arg.annotation)
+                if arg.annotation is not None and names_tensor_type(ast.unparse(arg.annotation))
                 and all_pass_numbers(info, arg.arg, self.callers)]
 
     def _stored_names(self, info: FuncInfo) -> set[str]:

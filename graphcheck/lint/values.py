@@ -563,7 +563,7 @@ class FunctionFacts:
             if arg is None or arg.annotation is None:
                 continue
             text = _annotation_text(arg.annotation)
-            if "Tensor" in text and not _CONTAINER_ANNOTATION.match(_strip_optional(text)):
+            if names_tensor_type(text) and not _CONTAINER_ANNOTATION.match(_strip_optional(text)):
                 if self._comment_says_host(arg.lineno):
                     self._add(arg.arg, "hostval")  # `n: torch.Tensor,  # CPU tensor [1]`
                 else:
@@ -1019,6 +1019,16 @@ def _rebinds(block: list[ast.stmt], name: str) -> bool:
 def _last_line(block: list[ast.stmt]) -> int:
     last = block[-1]
     return getattr(last, "end_lineno", None) or last.lineno
+
+
+_TYPE_NAME = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def names_tensor_type(annotation: str) -> bool:
+    """Does an annotation's text name a tensor type: a name whose last part ends in ``Tensor`` (``torch.Tensor``,
+    ``Optional[Tensor]``, ``DTensor``, ``QuantizedTensor``)? ``TensorParallelContext`` or ``TensorMeta`` only
+    contain the word and are other classes."""
+    return any(name.rpartition(".")[2].endswith("Tensor") for name in _TYPE_NAME.findall(annotation))
 
 
 def _annotation_text(node: ast.AST) -> str:
