@@ -555,6 +555,9 @@ class ProjectIndex:
         self._memo: dict[str, Any] = {}
         self._module_memo: dict[str, bool] = {}
         self._reverse_calls: dict[str, list[tuple[str, str, str]]] | None = None  # call_edges()
+        # ops the tree registers a CUDA kernel for: their "default" kernels never see a CUDA tensor
+        self.cuda_ops: set[str] = {op for summ in self.summaries.values() for op in summ.get("cuda_ops", ())}
+        self._uncaptured_memo.clear()
         for module, summ in self.summaries.items():
             for qual, rec in summ.get("funcs", {}).items():
                 dotted = f"{module}.{qual}"
@@ -994,6 +997,10 @@ class ProjectIndex:
             why = _uncaptured_why(*hit)
         elif hit is None and path is not None:
             why = self.vendor.reason(path)
+        op = _rec.get("default_op")
+        if why is None and op is not None and op in self.cuda_ops:
+            why = (f"it is the default kernel of `{op}`, which also has a kernel registered for CUDA: CUDA "
+                   "tensors dispatch there, so this one runs only on other devices")
         self._uncaptured_memo[dotted] = why
         return why
 

@@ -54,6 +54,7 @@ class _Summarizer:
         self.module = module
         self.package = module if is_package else module.rpartition(".")[0]
         self.registrars = registrars
+        self.cuda_ops: set[str] = set()  # ops this module registers a CUDA kernel for
         self.index = ModuleIndex(tree, source)
         self.tree = tree
         self.imports: dict[str, str] = {}
@@ -164,6 +165,35 @@ class _Summarizer:
             return None
         return [callee, given, _host_only(call)]
 
+    def _device_registration(self, call: ast.Call, skip: int = 1) -> str | None:
+        """For a registration naming an op and device types (``register_kernel("ns::op", "cuda")``,
+        ``torch.library.impl("ns::op", "default")``): note the op among the tree's CUDA kernels when "cuda" is one
+        of them, and return the op when the only type is "default" (the kernel for devices without their own)."""
+        op = call.args[0] if call.args else None
+        if not (isinstance(op, ast.Constant) and isinstance(op.value, str)):
+            return None
+        keys = device_keys(call, skip)
+        if "cuda" in keys:
+            self.cuda_ops.add(op.value)
+        return op.value if keys == ["default"] else None
+
+    def _call_form_registration(self, node: ast.Call, funcs: dict[str, dict[str, Any]]) -> None:
+        """``register_kernel("ns::op", "default")(fn)`` and ``lib.impl("op", fn, "CUDA")`` at module level."""
+        inner = node.func
+        if isinstance(inner, ast.Call):
+            d = self.dotted(inner.func)
+            if d and registrar_like(d, self.registrars):
+                op = self._device_registration(inner)
+                fn = node.args[0] if node.args else None
+                if op and isinstance(fn, ast.Name) and fn.id in funcs:
+                    funcs[fn.id]["default_op"] = op
+            return
+        if isinstance(inner, ast.Attribute) and inner.attr == "impl" and len(node.args) >= 2:
+            op = self._device_registration(node, skip=2)
+            fn = node.args[1]
+            if op and isinstance(fn, ast.Name) and fn.id in funcs:
+                funcs[fn.id]["default_op"] = op
+
     def function(self, info: FuncInfo) -> dict[str, Any]:
         calls: list[str] = []
         ext_ops: list[list[str]] = []
@@ -219,11 +249,14 @@ class _Summarizer:
             if reg is not None:
                 regs.append(reg)
         decorators = []
+        default_op = None
         for dec in info.node.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
             d = self.dotted(target, None)
             if d:
                 decorators.append([d, isinstance(dec, ast.Call) and _host_only(dec)])
+                if isinstance(dec, ast.Call) and registrar_like(d, self.registrars):
+                    default_op = self._device_registration(dec) or default_op
         out: dict[str, Any] = {"line": info.node.lineno, "calls": sorted(set(calls))}
         if len(decorators) < len(info.node.decorator_list):
             out["unnamed_decos"] = True  # `@registry.add("x")` on a local object: it may register the function
@@ -247,6 +280,8 @@ class _Summarizer:
             out["opens_capture"] = True  # code written in the function itself is captured
         if info.root_reason:
             out["root"] = info.root_reason
+        if default_op:
+            out["default_op"] = default_op
         if info.is_method:
             out["method"] = True
         return out
@@ -316,7 +351,10 @@ class _Summarizer:
                         reg = self.registration(node, callee, None)
                         if reg is not None:
                             regs.append(reg)
+                    self._call_form_registration(node, funcs)
         out: dict[str, Any] = {"imports": self.imports, "funcs": funcs}
+        if self.cuda_ops:
+            out["cuda_ops"] = sorted(self.cuda_ops)
         if self.star:
             out["star"] = self.star
         if self.alias:
@@ -395,6 +433,28 @@ def _constexpr_annotated(fn: ast.FunctionDef | ast.AsyncFunctionDef, s: _Summari
             if d and d.endswith(".constexpr"):
                 out.add(arg.arg)
     return out
+
+
+# device types a registration names (torch.library.register_kernel / impl); "default" is every device without
+# a kernel of its own
+_DEVICE_TYPES = frozenset({"cuda", "cpu", "meta", "default", "xpu", "mps", "hpu", "npu", "xla", "mtia", "ipu",
+                           "lazy", "mlu", "musa", "privateuse1", "compositeexplicitautograd",
+                           "compositeimplicitautograd"})
+
+
+def device_keys(call: ast.Call, skip: int) -> list[str]:
+    """The device types a registration call names after its first ``skip`` arguments, lower-case, in order;
+    empty when any string there is not a device type (not a registration by device)."""
+    values = [*call.args[skip:], *(kw.value for kw in call.keywords if kw.arg in ("device_types", "types",
+                                                                                  "dispatch_key"))]
+    keys: list[str] = []
+    for value in values:
+        for item in (value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]):
+            if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                if item.value.lower() not in _DEVICE_TYPES:
+                    return []
+                keys.append(item.value.lower())
+    return keys
 
 
 def _host_only(call: ast.Call) -> bool:
