@@ -1,4 +1,4 @@
-"""Default excludes (tests, benchmarks, examples, docs) and the scope counts a "No findings." carries.
+"""Default excludes (tests, benchmarks, examples, tutorials, docs) and the scope counts a "No findings." carries.
 
 A path named on the command line is never dropped by the defaults, and the
 defaults match below the named directory, so ``graphcheck lint examples`` still
@@ -34,7 +34,7 @@ BAD = textwrap.dedent('''
 def tree(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for rel in ["pkg/ops.py", "tests/test_ops.py", "pkg/tests/helper.py", "benchmarks/bench.py", "examples/ex.py",
-                "docs/snippet.py", "pkg/test_thing.py", "pkg/thing_test.py", "csrc/kern_test.cu"]:
+                "tutorials/01-intro.py", "docs/snippet.py", "pkg/test_thing.py", "pkg/thing_test.py", "csrc/kern_test.cu"]:
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(BAD if rel.endswith(".py") else "void f(float* x) {\n  k<<<1, 32>>>(x);\n}\n")
@@ -48,7 +48,7 @@ def files_with_findings(result):
 def test_tests_benchmarks_examples_docs_are_excluded_under_a_linted_directory(tree):
     result = lint_paths(["."], Config(root=tree), use_cache=False, jobs=1)
     assert files_with_findings(result) == ["pkg/ops.py"]
-    assert result.files_excluded == 8
+    assert result.files_excluded == 9
 
 
 def test_a_named_directory_or_file_is_never_excluded(tree):
@@ -66,7 +66,7 @@ def test_defaults_match_below_the_named_root(tree):
 def test_default_exclude_is_configurable(tree):
     result = lint_paths(["."], Config(root=tree, default_exclude=()), use_cache=False, jobs=1)
     assert result.files_excluded == 0
-    assert len([p for p in files_with_findings(result) if p.endswith(".py")]) == 8
+    assert len([p for p in files_with_findings(result) if p.endswith(".py")]) == 9
     (tree / "pyproject.toml").write_text('[tool.graphcheck]\ndefault-exclude = ["docs"]\n')
     from graphcheck.config import discover
 
@@ -88,5 +88,5 @@ def test_no_findings_says_how_many_functions_were_in_scope_and_skipped(tmp_path,
 def test_excluded_count_is_reported(tree, capsys):
     main(["lint", ".", "--no-cache", "--exit-zero"])
     out = capsys.readouterr().out
-    assert "8 files excluded" in out
+    assert "9 files excluded" in out
     assert os.path.exists(tree / "pkg" / "ops.py")
