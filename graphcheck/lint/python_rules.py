@@ -41,6 +41,7 @@ from graphcheck.lint.coldpaths import BRANCH_KINDS, CACHE_MISS, OPT_IN, OPTIONAL
 from graphcheck.lint.files import glob_regex, python_lines
 from graphcheck.lint.ranks import DEAD_BRANCH, Dead, dead_branches
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
+from graphcheck.lint.stream_owner import borrowed_stream
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, RANDOM_FACTORIES, is_builtin, is_cpu_device
 
 _TEXT_LIMIT = 60
@@ -482,7 +483,7 @@ class _FunctionChecker:
         nodes = list(self.region.nodes()) if self.region is not None else self.info.own_nodes()
         booleaned: set[int] = set()
         joins: list[int] = []
-        forks: list[ast.With | ast.AsyncWith] = []
+        forks: list[tuple[ast.With | ast.AsyncWith, ast.Call]] = []
         for node in nodes:
             if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)):
                 booleaned.add(id(node.test))
@@ -504,13 +505,18 @@ class _FunctionChecker:
                 self.check_subscript(node)
             elif isinstance(node, (ast.With, ast.AsyncWith)):
                 forks.extend(self._forks(node))
-        for with_node in forks:
+        for with_node, entered in forks:
             end = with_node.end_lineno or with_node.lineno
             if not any(line > end for line in joins):
-                item = with_node.items[0].context_expr
-                self.report("GC202", with_node,
-                            f"`{self.t(item)}` forks work to a side stream{{where}} and nothing joins it back "
-                            "(no `wait_stream`/`wait_event` after the block)")
+                message = (f"`{self.t(entered)}` forks work to a side stream{{where}} and nothing joins it back "
+                           "(no `wait_stream`/`wait_event` after the block)")
+                borrowed = self._borrowed_stream(with_node, entered.args[0]) if entered.args else None
+                if borrowed is None:
+                    self.report("GC202", with_node, message)
+                else:
+                    why, owner = borrowed
+                    self.report("GC202", with_node, f"{message}; {why}, which may order and join it",
+                                _severity="warning", stream_owner=owner)
 
     # -- GC111 -------------------------------------------------------------
 
@@ -591,13 +597,7 @@ class _FunctionChecker:
         ``stream=`` of ``torch.cuda.graph``, the ``torch.cuda.stream(s)`` around ``capture_begin()``)?
         ``torch.cuda.current_stream()`` is the capturing stream anywhere inside a region."""
         line = at.lineno  # type: ignore[attr-defined]
-        if self.region is not None:
-            regions = [self.region]
-        else:
-            if self._regions is None:
-                self._regions = (capture_sites.regions(self.info.node, self.aliases.resolve)
-                                 if self.info.may_open() else [])
-            regions = self._regions
+        regions = [self.region] if self.region is not None else self._function_regions()
         inside = [r for r in regions if r.line <= line <= r.end]
         if not inside:
             return False
@@ -769,7 +769,7 @@ class _FunctionChecker:
 
     # -- GC2xx helpers -------------------------------------------------------
 
-    def _forks(self, node: ast.With | ast.AsyncWith) -> list[ast.With | ast.AsyncWith]:
+    def _forks(self, node: ast.With | ast.AsyncWith) -> list[tuple[ast.With | ast.AsyncWith, ast.Call]]:
         for item in node.items:
             expr = item.context_expr
             if isinstance(expr, ast.Call) and self.aliases.resolve(expr.func) in _STREAM_CONTEXT:
@@ -782,8 +782,23 @@ class _FunctionChecker:
                     continue  # the stream the graph captures on: entering it forks nothing
                 if not self._does_device_work(node.body):
                     continue  # only allocates or records: no kernel runs on the side stream
-                return [node]
+                return [(node, expr)]
         return []
+
+    def _borrowed_stream(self, with_node: ast.With | ast.AsyncWith, arg: ast.expr) -> tuple[str, str] | None:
+        """(why, owner) when the block enters a stream the function does not own (``stream_owner``); None
+        when it owns it, and inside a capture region the function opens (capture ends in the function, so
+        nothing after it can join the stream)."""
+        line = with_node.lineno
+        if self.region is not None or any(r.line <= line <= r.end for r in self._function_regions()):
+            return None
+        return borrowed_stream(self.info, arg, line, self.aliases.resolve, self.t)
+
+    def _function_regions(self) -> list[capture_sites.Region]:
+        if self._regions is None:
+            self._regions = (capture_sites.regions(self.info.node, self.aliases.resolve)
+                             if self.info.may_open() else [])
+        return self._regions
 
     def _does_device_work(self, body: list[ast.stmt]) -> bool:
         """False when every statement only allocates or records (``out = torch.empty(...)``)."""
