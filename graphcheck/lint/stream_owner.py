@@ -7,8 +7,8 @@ a warning that says so. The function owns the stream when it creates it (``torch
 is ``self``'s (``self.side``) or a module's (a module-level name, ``mod.stream``), when the function forks
 it itself from the current stream (``s.wait_stream(...)``/``s.wait_event(...)`` before the block), and
 when nothing here tells whose it is: those stay errors. Local names are followed to their assignments in
-the function (every assignment must agree; a rebinding to ``torch.cuda.current_stream()`` forks nothing
-and is skipped)."""
+the function (every assignment must agree; a binding to ``None`` or ``torch.cuda.current_stream()`` forks
+nothing and is skipped)."""
 
 from __future__ import annotations
 
@@ -94,6 +94,9 @@ class _Owner:
     # -- owners --------------------------------------------------------------
 
     def _current(self, node: ast.expr | None) -> bool:
+        """``torch.cuda.current_stream()`` or None: a binding that forks nothing (``s = None`` first)."""
+        if isinstance(node, ast.Constant):
+            return node.value is None
         return isinstance(node, ast.Call) and (self.resolve(node.func) or "").endswith("current_stream")
 
     def of(self, expr: ast.expr) -> tuple[str, str] | None:
@@ -204,7 +207,7 @@ class _Owner:
         self._visiting.add(name)
         self._depth += 1
         try:
-            kinds = {self._whose(v) for v in values if v is not None}
+            kinds = {self._whose(v) for v in values if v is not None and not self._current(v)}
         finally:
             self._visiting.discard(name)
             self._depth -= 1

@@ -78,6 +78,35 @@ def test_another_objects_stream_is_a_warning():
     assert evidence["stream_owner"] == "another object"
 
 
+def test_another_objects_stream_through_a_maybe_none_local():
+    got = gc202('''
+        class _Fn(torch.autograd.Function):
+            @staticmethod
+            def backward(ctx, x, out):
+                comm = None
+                if ctx.overlap:
+                    comm = get_comm("dgrad")
+                if comm is not None:
+                    send, recv = comm.get_stream()
+                    with torch.cuda.stream(send):
+                        kern[(1,)](x, out, 1, BLOCK=64)
+                    comm.exchange(send, recv)
+
+        def from_args(args, x, out):
+            comm = None
+            if args.overlap:
+                comm = args.comm
+            send, recv = comm.get_stream()
+            with torch.cuda.stream(send):
+                kern[(1,)](x, out, 1, BLOCK=64)
+    ''')
+    assert [(s, line, e["stream_owner"]) for s, line, _, e in got] == [
+        (Severity.WARNING, "with torch.cuda.stream(send):", "another object"),
+        (Severity.WARNING, "with torch.cuda.stream(send):", "caller"),
+    ]
+    assert "(`comm.get_stream()` returns it, from the parameter `args`)" in got[1][2]
+
+
 def test_elements_and_attributes_of_parameters_are_borrowed():
     got = gc202('''
         def per_stream(x, out, streams):
