@@ -1,12 +1,14 @@
 """Workspace-size queries whose callee is defined in another file of the linted tree.
 
-``lint_cpp`` already stays quiet on the size-query idiom (``query(nullptr, bytes, ..., /*stream=*/0)``, where
-the callee returns before any launch when the buffer is null) when the callee's body is in the same file. A call
-to a function only declared there (its body in a header or another source file) is still a GC201 error after the
-per-file pass. When a directory is linted, this pass looks for the callee's definition in the other C++ files of
-the tree: when exactly one definition takes that many arguments, and it returns on the null buffer before any
-launch or use of its stream (``cpp_rules._SizeQueries``, following the buffer through functions of that file), the
-call launches nothing and its finding is dropped, as the same call is when the callee is in the same file.
+``lint_cpp`` already stays quiet on the size-query idiom (``query(nullptr, bytes, ..., /*stream=*/0)``, where the
+callee returns before any launch when the buffer is null) when the callee's body is in the same file, and on a call
+in cub's shape (a null first argument, a plain identifier second: ``cpp_rules._cub_query``) when it is not. Any
+other null-buffer call to a function only declared there (its body in a header or another source file) is still a
+GC201 error after the per-file pass. When a directory is linted, this pass looks for the callee's definition in the
+other C++ files of the tree: when exactly one definition takes that many arguments, and it returns on the null
+buffer before any launch or use of its stream (``cpp_rules._SizeQueries``, following the buffer through functions
+of that file), the call launches nothing and its finding is dropped, as the same call is when the callee is in the
+same file.
 
 Only files that mention the callee's name are read, and only when such a finding is left.
 """

@@ -1222,6 +1222,47 @@ _LAUNCH_IN_BODY = re.compile(r"<<<|\b(?:cuda|hip|cu)(?:LaunchKernel|LaunchCooper
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
+_NOT_A_SIZE = frozenset({"nullptr", "NULL", "true", "false", "this"})
+
+
+def _cub_query(args: list[str]) -> bool:
+    """The cub convention for a workspace-size query, ``f(d_temp_storage, temp_storage_bytes, ...)``: a null
+    literal first argument and a plain identifier second (the size variable, passed by reference for the
+    callee to fill). Used for a callee whose body is not in the file, so its null test cannot be read."""
+    if len(args) < 2:
+        return False
+    second = args[1].strip()
+    return (bool(_NULL_ARG.match(" ".join(args[0].split()))) and bool(_IDENT.fullmatch(second))
+            and second not in _NOT_A_SIZE)
+
+
+def _enclosing_call(text: str, pos: int, pairs: dict[int, int]) -> tuple[str, int] | None:
+    """(callee name, index of its ``(``) of the innermost call whose parentheses hold ``pos``, or None (no
+    call, a control keyword, or a parenthesized expression). The name skips template arguments and ``ns::``."""
+    depth = 0
+    for k in range(pos - 1, max(-1, pos - 8000), -1):
+        ch = text[k]
+        if ch in ")]}":
+            depth += 1
+        elif ch in "([{":
+            if depth:
+                depth -= 1
+                continue
+            if ch != "(" or pairs.get(k, -1) < pos:
+                return None
+            j = _skip_ws_back(text, k - 1)
+            if j >= 0 and text[j] == ">":
+                j = _skip_template_back(text, j)
+            name, _ = _word_back(text, j)
+            name = name.rsplit("::", 1)[-1]
+            if not _IDENT.fullmatch(name) or name in _CONTROL:
+                return None
+            return name, k
+        elif ch == ";" and not depth:
+            return None
+    return None
+
+
 class _SizeQueries:
     """The workspace-size query idiom (cub's ``DeviceRadixSort::SortKeys(nullptr, bytes, ...)``): a call that
     passes a null buffer where the callee, on that parameter, returns (``if (!buf) { size = ...; return; }``)
@@ -1237,8 +1278,17 @@ class _SizeQueries:
         self._memo: dict[tuple[str, int, int], bool] = {}
 
     def query(self, name: str, args: list[str]) -> bool:
+        """Is ``name(args)`` a size query: the callee's body in the file returns on a null argument of the
+        call; or, when no body of the file takes that many arguments, the call has cub's shape
+        (``_cub_query``)?"""
+        if not self.defines(name, len(args)):
+            return _cub_query(args)
         return any(_NULL_ARG.match(" ".join(a.split())) and self.returns_on_null(name, k, len(args))
                    for k, a in enumerate(args))
+
+    def defines(self, name: str, nargs: int) -> bool:
+        """Does the file hold a body of ``name`` that takes ``nargs`` arguments?"""
+        return any(_arity(r.params)[0] <= nargs <= _arity(r.params)[1] for r in self.bodies.get(name, ()))
 
     def returns_on_null(self, name: str, k: int, nargs: int, depth: int = 0) -> bool:
         """Does every definition of ``name`` that takes ``nargs`` arguments return early when its ``k``-th
@@ -1309,8 +1359,8 @@ def _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc) -> 
     launchers = {name: forms for name, forms in overloads.items() if any(idx is not None for *_, idx in forms)}
     reported: set[int] = set()
     queries: list[tuple[int, int]] = []  # argument lists of size queries: their stream launches nothing
+    sizes = _SizeQueries(text, regions, pairs)
     if launchers:
-        sizes = _SizeQueries(text, regions, pairs)
         names = "|".join(sorted(map(re.escape, launchers), key=len, reverse=True))
         for m in re.finditer(r"(?<![\w.:>])(?:[A-Za-z_]\w*\s*::\s*)*(" + names + r")\s*(?:<[^;(){}<>]{0,200}>\s*)?\(",
                              text):
@@ -1349,5 +1399,11 @@ def _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc) -> 
         region = loc.region(value_at)
         if region is None or setup(region):
             continue
+        call = _enclosing_call(text, value_at, pairs)
+        if call is not None:
+            close = pairs[call[1]]
+            if sizes.query(call[0], _split_args(text, call[1] + 1, close, pairs)):
+                queries.append((call[1], close))
+                continue  # a size query (by its callee's body here, or cub's argument shape)
         add("GC201", f"an argument labelled `{m.group().split('*/')[0]}*/` passes {m.group(1)}, the legacy default "
             "stream, so the callee's kernels run outside the capture", value_at, region.name, stream=m.group(1))
