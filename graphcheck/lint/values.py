@@ -213,6 +213,16 @@ class FunctionFacts:
         test, negated = node.test, False
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, negated = test.operand, not negated
+        if _capturable_flag(test):
+            # `if not is_cg_capturable:` runs only when the caller said the call is not graph-capturable;
+            # under `if capturable:` the else branch is that path
+            off = body if negated else orelse
+            if off is not None:
+                self.off_capture.append(off)
+            return
+        if not negated and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(
+                _not_capturable(v) for v in test.values):
+            self.off_capture.append(body)  # `if not capturable and ...:` (the operands: ``_and_chain``)
         if self.debug_test(test):
             # `if self.debug_mode:` / `if logger.isEnabledFor(...)` / `if envs.CHECK_X:` checks are off in
             # captured serving; under `if not debug:` the else branch is the debug one
@@ -311,13 +321,22 @@ class FunctionFacts:
                     self._node_narrow[id(sub)] = state
 
     def _and_chain(self, node: ast.BoolOp) -> None:
-        """``isinstance(k, int) and 0 < k <= K``: the operands after a test see it narrowed."""
+        """``isinstance(k, int) and 0 < k <= K``: the operands after a test see it narrowed.
+        ``not is_cg_capturable and torch.equal(...)``: the operands after the negated flag run only off
+        capture (their lines, from the first line no earlier operand reaches)."""
         last = node.values[-1]
         end = getattr(last, "end_lineno", None) or last.lineno
+        off_done = False
         for i, value in enumerate(node.values[:-1]):
             fact = self._narrowing(value)
             if fact is not None and fact[1] == "nottensor":
                 self.narrowed.append((node.values[i + 1].lineno, end, fact[0], "nottensor"))
+            if not off_done and _not_capturable(value):
+                off_done = True
+                start = max([node.values[i + 1].lineno] + [
+                    (getattr(v, "end_lineno", None) or v.lineno) + 1 for v in node.values[:i]])
+                if start <= end:
+                    self.off_capture.append((start, end))
 
     def _is_capture_test(self, test: ast.AST, guards: Sequence[str]) -> bool:
         if not isinstance(test, ast.Call):
@@ -928,6 +947,24 @@ class FunctionFacts:
 
 
 _NEGATED_FLAG = re.compile(r"skip|disable|(^|_)no_|(^|_)not_")
+_NEGATION_WORDS = frozenset({"not", "no", "non", "skip", "disable", "disabled"})
+
+
+def _capturable_flag(node: ast.AST) -> bool:
+    """A flag that says the call is CUDA-graph capturable (``capturable``, ``is_cg_capturable``,
+    ``self.graph_capturable``): a name or attribute with the ``_``-separated word ``capturable`` and no
+    negating word (``not_capturable`` says the opposite)."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    words = set(name.lower().split("_"))
+    return "capturable" in words and not words & _NEGATION_WORDS
+
+
+def _not_capturable(node: ast.AST) -> bool:
+    """``not capturable``: true only when the call is not graph-capturable."""
+    negated = False
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        node, negated = node.operand, not negated
+    return negated and _capturable_flag(node)
 _HOST_COMMENT = re.compile(r"(?i)\b(cpu|host|pinned)\b")
 
 

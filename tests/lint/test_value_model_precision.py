@@ -353,6 +353,74 @@ def test_debug_flags_are_configurable():
     assert len(codes(body, debug_flags=[])) == 2
 
 
+# -- a flag that says the call is graph-capturable ---------------------------------------------------------------
+# (TransformerEngine's triton/cross_entropy.py: `if not is_cg_capturable and torch.equal(grad_output, ...)`)
+
+CAPTURABLE = ["capturable", "is_cg_capturable", "self.graph_capturable"]
+NOT_CAPTURABLE = ["use_fast", "self.not_capturable"]
+
+
+def flagged(body: str, flag: str):
+    return codes(textwrap.indent(textwrap.dedent('''
+        class Loss:
+            def backward(self, x: torch.Tensor, grad_output: torch.Tensor, capturable: bool,
+                         is_cg_capturable: bool, use_fast: bool):
+        ''') + textwrap.indent(textwrap.dedent(body).replace("FLAG", flag), " " * 8)
+            + "        kern[(1,)](x, 1, BLOCK=64)\n", ""))
+
+
+TE_SHAPE = '''
+    if not FLAG and torch.equal(
+        grad_output, torch.tensor(1.0, device=grad_output.device)
+    ):
+        pass
+    else:
+        x.mul_(grad_output)
+'''
+
+
+@pytest.mark.parametrize("flag", CAPTURABLE)
+def test_a_sync_after_not_capturable_in_an_and_chain_is_off_capture(flag):
+    assert flagged(TE_SHAPE, flag) == []
+    assert flagged("y = not FLAG and x.max().item() > 0\n", flag) == []
+
+
+@pytest.mark.parametrize("flag", NOT_CAPTURABLE)
+def test_other_flags_in_the_same_and_chain_still_fire(flag):
+    assert [(c, sev) for c, sev, _ in flagged(TE_SHAPE, flag)] == [("GC111", "error"), ("GC301", "error")]
+    assert [c for c, *_ in flagged("y = not FLAG and x.max().item() > 0\n", flag)] == ["GC101"]
+
+
+@pytest.mark.parametrize("flag", CAPTURABLE)
+def test_the_not_capturable_branch_is_off_capture(flag):
+    assert flagged("if not FLAG:\n    a = x.max().item()\n", flag) == []
+    assert flagged("if FLAG:\n    pass\nelse:\n    a = x.max().item()\n", flag) == []
+    assert flagged("if not FLAG and x.numel() > 1:\n    a = x.max().item()\n", flag) == []
+
+
+@pytest.mark.parametrize("flag", CAPTURABLE + NOT_CAPTURABLE)
+def test_the_capturable_branch_and_operands_after_the_flag_still_fire(flag):
+    assert flagged("if FLAG:\n    a = x.max().item()\n", flag) == [("GC101", "error", "a = x.max().item()")]
+    assert flagged("if not FLAG:\n    pass\nelse:\n    a = x.max().item()\n", flag) == [
+        ("GC101", "error", "a = x.max().item()")]
+    assert [c for c, *_ in flagged("y = FLAG and x.max().item() > 0\n", flag)] == ["GC101"]
+
+
+@pytest.mark.parametrize("flag", NOT_CAPTURABLE)
+def test_other_flags_in_the_not_branch_still_fire(flag):
+    assert flagged("if not FLAG:\n    a = x.max().item()\n", flag) == [("GC101", "error", "a = x.max().item()")]
+    assert flagged("if FLAG:\n    pass\nelse:\n    a = x.max().item()\n", flag) == [
+        ("GC101", "error", "a = x.max().item()")]
+
+
+def test_an_operand_before_not_capturable_on_the_same_line_still_fires():
+    got = flagged("if x.max().item() > 0 and not FLAG and x.min().item() > 0:\n    pass\n", "capturable")
+    assert [c for c, *_ in got] == ["GC101", "GC101"]  # the line holds an operand that runs under capture
+    got = flagged("if (x.max().item() > 0\n        and not FLAG\n        and x.min().item() > 0):\n    pass\n",
+                  "capturable")
+    assert [line for *_, line in got] == ["if (x.max().item() > 0"]
+
+
 def test_capturing_check_that_raises_puts_the_rest_off_capture():
     assert codes('''
         def dims(x: torch.Tensor, cu: torch.Tensor):
