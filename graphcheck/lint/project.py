@@ -986,7 +986,9 @@ class ProjectIndex:
                 yield target, "call"
 
     def uncaptured_reason(self, dotted: str) -> str | None:
-        """Why ``dotted`` is code engines run outside capture (``uncaptured-functions``), or None."""
+        """Why ``dotted`` is code engines run outside capture (``uncaptured-functions``, a vendor path, the
+        default kernel of an op with a CUDA kernel, a function that replays a CUDA graph and opens no capture
+        region itself), or None."""
         if dotted in self._uncaptured_memo:
             return self._uncaptured_memo[dotted]
         module, qual, _rec = self.funcs[dotted]
@@ -1001,6 +1003,10 @@ class ProjectIndex:
         if why is None and op is not None and op in self.cuda_ops:
             why = (f"it is the default kernel of `{op}`, which also has a kernel registered for CUDA: CUDA "
                    "tensors dispatch there, so this one runs only on other devices")
+        replays = _rec.get("replays")
+        if why is None and replays and not _rec.get("opens_capture"):
+            why = (f"`{qual}` replays a CUDA graph (`{replays[0]}`, line {replays[1]}), so it runs eagerly "
+                   "around the graph, not inside a capture")
         self._uncaptured_memo[dotted] = why
         return why
 

@@ -69,6 +69,7 @@ class _Summarizer:
         self.classes: dict[str, list[str]] = {}
         self.coder = ArgCoder(self.index.functions)
         self.may_capture = capture_sites.may_capture(source)  # no region to look for in most files
+        self._attrs: dict[str, dict[str, str]] | None = None  # class -> {self attribute: class built}
 
     # -- names -------------------------------------------------------------
 
@@ -214,8 +215,12 @@ class _Summarizer:
             cold_ranges = [*cold_ranges, *info.branches(self.index.mentions_prefill, self.index.mentions_roles)]
         cold: dict[str, tuple[str, str]] = {}  # callee -> (why, kind) of its first cold call
         warm: set[str] = set()
+        replays: list[Any] | None = None
         for node in info.group("call"):
             func = node.func
+            if replays is None and isinstance(func, ast.Attribute) and func.attr == "replay" and not node.args:
+                if self.graph_receiver(func.value, info):
+                    replays = [_short(ast.unparse(node)), node.lineno]
             if isinstance(func, ast.Subscript):
                 base = self.dotted(func.value, info)
                 generic = generic_instantiation(func)
@@ -278,6 +283,8 @@ class _Summarizer:
             out["capture"] = capture
         if regions:
             out["opens_capture"] = True  # code written in the function itself is captured
+        if replays is not None:
+            out["replays"] = replays  # [text, line]: it replays a CUDA graph, so it runs around one
         if info.root_reason:
             out["root"] = info.root_reason
         if default_op:
@@ -285,6 +292,27 @@ class _Summarizer:
         if info.is_method:
             out["method"] = True
         return out
+
+    def graph_receiver(self, node: ast.expr, info: FuncInfo) -> bool:
+        """Is ``node`` (the receiver of a ``.replay()`` call) a CUDA graph: a name in its text says graph
+        (``graph``, ``self.cuda_graph``, ``runner.bwd_graph``, ``self.graphs[bs]``), or it is a local, a
+        parameter or a ``self`` attribute bound to ``torch.cuda.CUDAGraph(...)`` (an annotation naming
+        ``CUDAGraph`` counts). Any other object's ``replay()`` (``buffer.replay()``) is not one."""
+        if _says_graph(node):
+            return True
+        if isinstance(node, ast.Name):
+            return node.id in _graph_locals(info, self)
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+                and info.owner_class is not None):
+            cls = _class_qualname(info)
+            ctor = self.class_attrs().get(cls or "", {}).get(node.attr, "")
+            return ctor.rpartition(".")[2] == "CUDAGraph"
+        return False
+
+    def class_attrs(self) -> dict[str, dict[str, str]]:
+        if self._attrs is None:
+            self._attrs = self.attributes()
+        return self._attrs
 
     def attributes(self) -> dict[str, dict[str, str]]:
         """class qualname -> {attribute: dotted class} for ``self.attr = Cls(...)`` in ``__init__``, where
@@ -327,7 +355,7 @@ class _Summarizer:
     def run(self) -> dict[str, Any]:
         statements = self.module_level()
         funcs = {info.qualname: self.function(info) for info in self.index.functions}
-        attrs = self.attributes()
+        attrs = self.class_attrs()
         main_calls: set[str] = set()
         for block in _main_blocks(self.tree):  # script code under `if __name__ == "__main__":`
             start, end = block.body[0].lineno, block.body[-1].end_lineno or block.body[-1].lineno
@@ -395,6 +423,50 @@ def _class_qualname(info: FuncInfo) -> str | None:
         return None
     qual = scope.qualname
     return qual.rpartition(".")[0] or None
+
+
+def _graph_locals(info: FuncInfo, summ: _Summarizer) -> set[str]:
+    """Names the function binds to a ``CUDAGraph(...)`` (``g = torch.cuda.CUDAGraph()``) or annotates as one."""
+    out: set[str] = set()
+    args = info.node.args
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+        if arg.annotation is not None and "CUDAGraph" in ast.unparse(arg.annotation):
+            out.add(arg.arg)
+    for node in info.group("bind"):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign):
+            if "CUDAGraph" in ast.unparse(node.annotation):
+                targets, value = [node.target], None
+            else:
+                targets, value = [node.target], node.value
+        else:
+            continue
+        ctor = summ.dotted(value.func, info) if isinstance(value, ast.Call) else None
+        if (value is None or (ctor is not None and ctor.rpartition(".")[2] == "CUDAGraph")
+                or (not isinstance(value, ast.Call) and _says_graph(value))):  # g = self.graphs[bs]
+            out.update(t.id for t in targets if isinstance(t, ast.Name))
+    return out
+
+
+def _says_graph(node: ast.AST) -> bool:
+    """Does a name in the chain of ``node`` mention graph (``graph``, ``runner.bwd_graph``,
+    ``self.cuda_graphs[bs]``, ``self.get_graph(bs)``)?"""
+    while True:
+        if isinstance(node, ast.Attribute):
+            if "graph" in node.attr.lower():
+                return True
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        else:
+            return isinstance(node, ast.Name) and "graph" in node.id.lower()
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
 def _walk_expr(stmt: ast.stmt):
