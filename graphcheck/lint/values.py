@@ -578,8 +578,12 @@ class FunctionFacts:
 
     def _params(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         a = fn.args
-        for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
-            if arg is None or arg.annotation is None:
+        for star in (a.vararg, a.kwarg):
+            if star is not None and star.annotation is not None:
+                # `*tensors: torch.Tensor` annotates each element: `tensors` is a tuple (`**kw`, a dict) on the host
+                self._add(star.arg, "hostseq")
+        for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
+            if arg.annotation is None:
                 continue
             text = _annotation_text(arg.annotation)
             if names_tensor_type(text) and not _CONTAINER_ANNOTATION.match(_strip_optional(text)):

@@ -36,3 +36,31 @@ def test_names_tensor_type():
     assert names_tensor_type("Union[int, Float8Tensor]")
     assert not names_tensor_type("AllGatherGEMMTensorParallelContext")
     assert not names_tensor_type("TensorLikeType")
+
+
+def test_a_star_parameter_annotated_tensor_is_a_tuple_of_tensors():
+    body = '''
+    def eligible(*tensors: torch.Tensor) -> bool:
+        if not tensors:
+            return False
+        kern[(1,)](tensors[0], 1, BLOCK=64)
+        return True
+
+
+    def named(**parts: torch.Tensor) -> bool:
+        if parts:
+            kern[(1,)](parts["x"], 1, BLOCK=64)
+        return bool(parts)
+    '''
+    assert [f for f in lint_module(body) if f[0] == "GC111"] == []
+
+
+def test_a_tensor_from_a_star_parameter_still_syncs():
+    body = '''
+    def first(*tensors: torch.Tensor) -> bool:
+        kern[(1,)](tensors[0], 1, BLOCK=64)
+        if tensors[0].sum() > 0:
+            return True
+        return False
+    '''
+    assert [f[0] for f in lint_module(body) if f[0] == "GC111"] == ["GC111"]
