@@ -719,6 +719,47 @@ def _enclosing(text: str, pos: int, pairs: dict[int, int], opens: list[int], flo
             yield b
 
 
+_RETURN = re.compile(r"\breturn\b")
+_LABEL = re.compile(r"(?:\bcase\b[^;{}]*?|\bdefault\s*|\b[A-Za-z_]\w*\s*):(?!:)")
+
+
+def after_return(text: str, pos: int, pairs: dict[int, int], opens: list[int]) -> bool:
+    """Whether ``pos`` follows an unconditional ``return ...;`` of its own block (``return out; sync();``): code
+    no path reaches. A ``return`` that is the body of an ``if``/``else``/loop without braces is conditional; a
+    ``case``/``default``/goto label or a preprocessor line between the return and ``pos`` makes it reachable."""
+    block = next(_enclosing(text, pos, pairs, opens), None)
+    if block is None or pos - block > 200_000:
+        return False
+    # the block's own text before pos, nested blocks and parentheses cut out
+    parts, k = [], block + 1
+    while k < pos:
+        nxt = min((j for j in (text.find("{", k, pos), text.find("(", k, pos)) if j >= 0), default=-1)
+        if nxt < 0:
+            parts.append((k, text[k:pos]))
+            break
+        parts.append((k, text[k:nxt]))
+        close = pairs.get(nxt, -1)
+        if close < 0 or close >= pos:
+            return False  # pos is inside an unmatched or enclosing bracket of this statement
+        parts.append((nxt, "()" if text[nxt] == "(" else "{}"))
+        k = close + 1
+    own = "".join(p for _, p in parts)
+    for m in _RETURN.finditer(own):
+        end = own.find(";", m.end())
+        if end < 0:
+            break
+        before = own[: m.start()].rstrip()
+        if before and before[-1] not in ";{}:":
+            continue  # `if (c) return;`, `else return;`: a conditional return
+        if re.search(r"\b(?:else|do)$", before):
+            continue
+        rest = own[end + 1 :]
+        if "#" in rest or _LABEL.search(rest):
+            continue
+        return True
+    return False
+
+
 def in_non_capture_branch(text: str, pos: int, pairs: dict[int, int], opens: list[int]) -> bool:
     """Whether ``pos`` sits in a branch the code itself keeps off the graph path: the ``else`` of
     ``if (use_cuda_graph)``, the body of ``if (!is_capturing)`` / ``if (graph_mode == false)``, a one-time
@@ -920,6 +961,8 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
         line = loc.line_col(pos)[0]
         if (code, line) in seen:  # one finding per code and line (a launch on getDefaultCUDAStream() is one)
             return
+        if after_return(text, pos, pairs, opens):
+            return  # below an unconditional return of its block: no path runs it
         seen.add((code, line))
         findings.append(_finding(code, message, path, loc, pos, fn, **evidence))
         positions.append(pos)
