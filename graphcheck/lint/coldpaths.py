@@ -111,6 +111,12 @@ def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence
                             f"while `{flag}` is not yet set (line {node.lineno}), once (one-time set-up, normally "
                             "done in a warm-up before capture)"))
             continue
+        lazy = _lazy_attribute(node.test, node.body)
+        if lazy is not None:
+            out.append(Cold(node.body[0].lineno, _last_line(node.body),
+                            f"while `{lazy}` is still None (line {node.lineno}): once, on first use (normally a warm-up "
+                            "before capture)"))
+            continue
         miss = _miss_test(node.test, looked_up)
         if miss is None:
             continue
@@ -578,6 +584,23 @@ def _unset_flag(test: ast.AST, block: list[ast.stmt]) -> str | None:
             return text
     words = _name_words(name)
     return text if words and words[-1] in _DONE_WORDS else None
+
+
+def _lazy_attribute(test: ast.AST, block: list[ast.stmt]) -> str | None:
+    """The attribute of a lazy initialization (``if self.scale is None: self.scale = torch.tensor(...)``, also on
+    a class), or None: an ``is None`` test of an attribute that the block then assigns, so the block runs on the
+    first call only. A plain name is left alone: a local set this way is set again on every call."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+            and isinstance(test.left, ast.Attribute) and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None):
+        return None
+    text = _text(test.left)
+    for stmt in block:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+            stmt, (ast.AnnAssign, ast.AugAssign)) else []
+        if any(_text(t) == text for t in targets):
+            return text
+    return None
 
 
 def _cache_named(node: ast.AST) -> bool:

@@ -67,3 +67,52 @@ def test_a_ready_flag_in_an_or_test_stays_an_error(tmp_path):
     # `or` runs the block whenever the other operand holds, on every call
     test = "if not self.x_fan_ready or x is not None:\n                self._build_tables(x)"
     assert gc301(tmp_path, "x_fan_ready", test)[0] == "error"
+
+
+LAZY = """\
+    import torch
+    import triton
+
+
+    @triton.jit
+    def kern(x_ptr, n):
+        pass
+
+
+    class Scaler(torch.autograd.Function):
+        scale = None
+
+        @staticmethod
+        def forward(ctx, x):
+            kern[(1,)](x, 1)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            TEST
+            return g * Scaler.scale
+"""
+
+
+def lazy_gc301(tmp_path, test: str) -> str:
+    text = LAZY.replace("TEST", test)
+    found = [f for f in tree_findings(make(tmp_path, {"pkg/__init__.py": "", "pkg/ops.py": text}))
+             if f.code == "GC301"]
+    assert len(found) == 1, found
+    return found[0].severity.value, found[0].message
+
+
+def test_a_lazy_attribute_initialization_is_one_time(tmp_path):
+    test = "if Scaler.scale is None:\n                Scaler.scale = torch.tensor(1.0, device=g.device)"
+    severity, message = lazy_gc301(tmp_path, test)
+    assert severity == "warning" and "while `Scaler.scale` is still None" in message
+
+
+def test_a_none_test_of_another_attribute_stays_an_error(tmp_path):
+    test = "if Scaler.other is None:\n                Scaler.scale = torch.tensor(1.0, device=g.device)"
+    assert lazy_gc301(tmp_path, test)[0] == "error"
+
+
+def test_a_local_set_when_none_stays_an_error(tmp_path):
+    test = "s = None\n            if s is None:\n                s = torch.tensor(1.0, device=g.device)\n            Scaler.scale = s"
+    assert lazy_gc301(tmp_path, test)[0] == "error"
