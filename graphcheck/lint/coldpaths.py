@@ -114,8 +114,8 @@ def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence
         lazy = _lazy_attribute(node.test, node.body)
         if lazy is not None:
             out.append(Cold(node.body[0].lineno, _last_line(node.body),
-                            f"while `{lazy}` is still None (line {node.lineno}): once, on first use (normally a warm-up "
-                            "before capture)"))
+                            f"while `{lazy}` is still None (line {node.lineno}): once, on first use "
+                            "(normally a warm-up before capture)"))
             continue
         miss = _miss_test(node.test, looked_up)
         if miss is None:

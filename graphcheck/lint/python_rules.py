@@ -372,7 +372,8 @@ class _FunctionChecker:
         if self.facts.off_capture and self.facts.off_capture_path(node.lineno):  # type: ignore[attr-defined]
             return  # guarded by `if not torch.cuda.is_current_stream_capturing():` or a debug flag
         origin = evidence.pop("_origin", None)
-        if "_severity" not in evidence and rules.get(code).severity == "error":
+        if "_severity" not in evidence and rules.get(code).severity == "error" and self.region is None:
+            # (code written in a capture region is captured, also when the region itself runs only once)
             cold = self.cold_path(node.lineno, node.col_offset)  # type: ignore[attr-defined]
             if cold is not None:
                 why, kind, mild = cold

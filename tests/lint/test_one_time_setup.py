@@ -116,3 +116,31 @@ def test_a_none_test_of_another_attribute_stays_an_error(tmp_path):
 def test_a_local_set_when_none_stays_an_error(tmp_path):
     test = "s = None\n            if s is None:\n                s = torch.tensor(1.0, device=g.device)\n            Scaler.scale = s"
     assert lazy_gc301(tmp_path, test)[0] == "error"
+
+
+RUNNER = """\
+    import torch
+
+
+    class Runner:
+        def __init__(self):
+            self.graphs = {}
+            self.graph = None
+
+        def run(self, x: torch.Tensor, bs: int):
+            TEST
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    y = x * x.sum().item()
+                self.graphs[bs] = g
+            return x
+"""
+
+
+def test_a_capture_region_in_a_one_time_block_stays_captured(tmp_path):
+    for n, test in enumerate(["if bs not in self.graphs:", "if self.graph is None:\n                self.graph = bs"]):
+        text = RUNNER.replace("TEST", test)
+        found = {(f.line, f.severity.value) for f in tree_findings(make(tmp_path / str(n), {
+            "pkg/__init__.py": "", "pkg/run.py": text})) if f.code == "GC101"}
+        capture_line = [line.strip() for line in text.splitlines()].index("y = x * x.sum().item()") + 1
+        assert found == {(capture_line, "error")}  # captured, though the capture runs once
