@@ -305,6 +305,8 @@ class ModuleIndex:
         self.kernels: dict[str, KernelInfo] = {}
         self.libraries: set[str] = set()
         self.cpu_generators: set[str] = set()
+        # module-level names bound once to a tensor built on the host (`CHUNK = torch.tensor(128)`, no device)
+        self.host_tensors: set[str] = set()
         # `torch.set_default_device("cuda")` somewhere in the module: device-less factories make device tensors
         self.default_device_accelerator = False
         self.loggers: set[str] = set()
@@ -408,11 +410,15 @@ class ModuleIndex:
                 self.env_switches[name] = (key, node.lineno)
             else:
                 self.env_switches.pop(name, None)
+        rebound = self.module_names.intersection(names)
         self.module_names.update(names)
+        self.host_tensors.difference_update(rebound)  # bound twice: no longer one known value
         value = node.value
         if not isinstance(value, ast.Call):
             return
         qual = self.aliases.resolve(value.func)
+        if _host_built(value, qual) and not rebound:
+            self.host_tensors.update(names)
         if qual in _LIBRARY_CTORS:
             self.libraries.update(names)
         elif qual in ("torch.Generator", "torch._C.Generator") and not _device_kw_is_cuda(value):
@@ -638,6 +644,26 @@ def _host_only_keys(call: ast.Call, skip: int) -> bool:
         if keys and all(k in _HOST_ONLY_KEYS for k in keys):
             return True
     return False
+
+
+# torch calls that build a tensor on the default device when given no device (the legacy typed constructors too)
+_HOST_BUILDERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.zeros", "torch.ones", "torch.empty",
+                            "torch.full", "torch.arange", "torch.linspace", "torch.eye", "torch.FloatTensor",
+                            "torch.DoubleTensor", "torch.HalfTensor", "torch.LongTensor", "torch.IntTensor",
+                            "torch.BoolTensor", "torch.ByteTensor"})
+
+
+def _host_built(call: ast.Call, qual: str | None) -> bool:
+    """A tensor built with no device (or a CPU one): on the host, unless the module sets a default device."""
+    if qual not in _HOST_BUILDERS:
+        return False
+    for kw in call.keywords:
+        if kw.arg is None:
+            return False
+        if kw.arg == "device":
+            return isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str) and \
+                kw.value.value.split(":")[0] == "cpu"
+    return True
 
 
 def _device_kw_is_cuda(call: ast.Call) -> bool:

@@ -15,7 +15,9 @@ each local name a set of *kinds*:
 - ``hostseq`` / ``hosttensor`` / ``pinned``: Python sequences, tensors built
   from them on the host, and such tensors in pinned memory;
 - ``cpugen``: a CPU ``torch.Generator``; ``event``: an object ``.record()`` was
-  called on.
+  called on;
+- ``hostconst``: a module-level tensor built once on the host (``CHUNK =
+  torch.tensor(128)``): reading it is no sync and gives the same value every call.
 
 The heuristics favour precision: an unannotated parameter with no tensor-only
 use is not a tensor, so rules that need a tensor stay quiet on it.
@@ -191,6 +193,13 @@ class FunctionFacts:
                     self._add(call.func.value.id, "event")
         for name in index.cpu_generators:
             self._add(name, "cpugen")
+        if index.host_tensors and not index.default_device_accelerator:
+            local = {n.id for n in info.group("name") if isinstance(n.ctx, ast.Store)}
+            a = info.node.args
+            local.update(p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p is not None)
+            for name in index.host_tensors - local:
+                for kind in ("hosttensor", "hostval", "hostconst"):  # one value, the same on every call
+                    self._add(name, kind)
         # names the function binds to a tensor's metadata (`shape = w.shape`, `dtype = w.dtype`, `n = w.size(0)`)
         self._metadata_names = {
             t.id for node in assigns if _is_metadata(node.value) for t in node.targets if isinstance(t, ast.Name)}
@@ -564,9 +573,15 @@ class FunctionFacts:
     def _host_read(self, node: ast.Call) -> bool:
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and not node.args:
+            if isinstance(func.value, ast.Name) and self.has(func.value.id, "hostconst"):
+                return False  # a module's host tensor built once: the same value on every call
             return self.is_host_value(func.value)
         if isinstance(func, ast.Name) and len(node.args) == 1 and is_builtin(self.aliases, func, ("int", "float")):
             arg = node.args[0]
+            hosts = [n.id for n in ast.walk(arg) if isinstance(n, ast.Name)
+                     and (self.has(n.id, "hostval") or self.host_named(n.id))]
+            if hosts and all(self.has(n, "hostconst") for n in hosts):
+                return False  # `int(CHUNK.item() * 4)`: from a module's host constant, the same every call
             return (self.is_host_value(arg) and not isinstance(arg, (ast.Name, ast.Attribute))
                     and not self.structural(arg))
         return False
@@ -720,6 +735,8 @@ class FunctionFacts:
         if isinstance(node, ast.Compare):
             if any(isinstance(op, _IDENTITY_OPS) for op in node.ops):
                 return False
+            if any(isinstance(c, ast.Constant) and c.value is None for c in (node.left, *node.comparators)):
+                return False  # `mask != None`: a tensor refuses None, so Python compares identity: a plain bool
             return self.tensorish(node.left, depth + 1) or any(self.tensorish(c, depth + 1) for c in node.comparators)
         if isinstance(node, ast.IfExp):
             return self.tensorish(node.body, depth + 1) or self.tensorish(node.orelse, depth + 1)

@@ -1,6 +1,7 @@
 """A parameter is a tensor by its annotation only when the annotation names a tensor type (a name ending in
 ``Tensor``): a context class whose name merely contains the word (``GemmTensorParallelContext``) is not one,
-so a constexpr read from its fields is no tensor value."""
+so a constexpr read from its fields is no tensor value. A star parameter's annotation names its elements, and a
+tensor compared with None (``mask != None``) gives a plain bool."""
 
 from __future__ import annotations
 
@@ -62,5 +63,27 @@ def test_a_tensor_from_a_star_parameter_still_syncs():
         if tensors[0].sum() > 0:
             return True
         return False
+    '''
+    assert [f[0] for f in lint_module(body) if f[0] == "GC111"] == ["GC111"]
+
+
+def test_a_tensor_compared_with_none_is_a_plain_bool():
+    body = '''
+    def op(x: torch.Tensor, mask: Optional[torch.Tensor]):
+        if mask != None:
+            x = x * mask
+        if None == mask:
+            pass
+        kern[(1,)](x, 1, BLOCK=64)
+    '''
+    assert [f for f in lint_module(body) if f[0] == "GC111"] == []
+
+
+def test_a_tensor_compared_with_a_number_still_syncs():
+    body = '''
+    def op(x: torch.Tensor, mask: Optional[torch.Tensor]):
+        if mask != 0:
+            x = x * mask
+        kern[(1,)](x, 1, BLOCK=64)
     '''
     assert [f[0] for f in lint_module(body) if f[0] == "GC111"] == ["GC111"]
