@@ -878,8 +878,8 @@ class FunctionFacts:
                     return "is a tensor value"
             if isinstance(node, ast.Name):
                 kinds = self.kinds.get(node.id, ())
-                if "shape" in kinds and "host" not in kinds:
-                    continue
+                if ("shape" in kinds and "host" not in kinds) or "hostconst" in kinds:
+                    continue  # fixed by the call's shapes, or a module's host constant
                 if "loop" in kinds and ("host" in kinds or "tensor" in kinds or "hostread" in kinds):
                     return f"changes every iteration of a loop over values read at run time (`{node.id}`)"
                 if not loop_only and "hostread" in kinds and "host" not in kinds:
