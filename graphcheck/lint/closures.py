@@ -30,7 +30,7 @@ from typing import Any
 
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.callers import all_pass_numbers
-from graphcheck.lint.scope import FuncInfo, ModuleIndex
+from graphcheck.lint.scope import FuncInfo, ModuleIndex, all_param_names, local_names
 from graphcheck.lint.values import DEFAULT_HOST_NAMES, FunctionFacts, names_tensor_type
 
 HOST_KINDS = frozenset({"hostval", "hosttensor", "pinned", "hostseq", "shape"})
@@ -48,7 +48,6 @@ class ModuleFacts:
         self.host_names, self.guards, self.debug_flags = host_names, guards, debug_flags
         self._memo: dict[int, FunctionFacts] = {}
         self._busy: set[int] = set()
-        self._stored: dict[int, set[str]] = {}
 
     def of(self, info: FuncInfo) -> FunctionFacts:
         key = id(info)
@@ -72,8 +71,8 @@ class ModuleFacts:
     # -- what a nested function inherits -------------------------------------------
 
     def _inherited(self, info: FuncInfo) -> dict[str, set[str]]:
-        params = _param_names(info.node)
-        bound = params | self._stored_names(info)
+        params = all_param_names(info.node)
+        bound = local_names(info)
         out: dict[str, set[str]] = {}
         free = {n.id for n in info.group("name") if isinstance(n.ctx, ast.Load)} - bound
         for name in sorted(free):
@@ -86,7 +85,7 @@ class ModuleFacts:
 
     def _outer_kinds(self, scope: FuncInfo | None, name: str) -> set[str]:
         while scope is not None:
-            if name in _param_names(scope.node) or name in self._stored_names(scope):
+            if name in local_names(scope):
                 facts = self._ready(scope)
                 return set(facts.kinds.get(name, ())) & HOST_KINDS if facts is not None else set()
             scope = scope.parent
@@ -127,29 +126,6 @@ class ModuleFacts:
         return [arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]
                 if arg.annotation is not None and names_tensor_type(ast.unparse(arg.annotation))
                 and all_pass_numbers(info, arg.arg, self.callers)]
-
-    def _stored_names(self, info: FuncInfo) -> set[str]:
-        names = self._stored.get(id(info))
-        if names is None:
-            names = self._stored[id(info)] = _names_stored(info)
-        return names
-
-
-def _param_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    a = fn.args
-    return {arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if arg is not None}
-
-
-def _names_stored(info: FuncInfo) -> set[str]:
-    out = set()
-    for node in info.own_nodes():
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            out.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            out.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return out
 
 
 def _descendants(info: FuncInfo) -> list[FuncInfo]:

@@ -227,6 +227,31 @@ def node_memo(fn: ast.AST) -> dict:
     return memo
 
 
+def all_param_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Every parameter name of ``fn``, ``*args`` and ``**kwargs`` included."""
+    a = fn.args
+    return {arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if arg is not None}
+
+
+def local_names(info: FuncInfo) -> set[str]:
+    """The names a function binds itself, so that they hide a module's or an enclosing function's: its
+    parameters, the names it assigns or deletes, and the defs, classes and imports in its own body (memoized on
+    its node; never change the set)."""
+    memo = node_memo(info.node)
+    found = memo.get("local_names")
+    if found is None:
+        found = all_param_names(info.node)
+        for node in info.own_nodes():
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                found.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.update((a.asname or a.name).split(".")[0] for a in node.names)
+        memo["local_names"] = found
+    return found
+
+
 def own_nodes_of(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
     """``own_statement_nodes(fn.body)``, walked once per node (see :func:`node_memo`; never change it)."""
     memo = node_memo(fn)

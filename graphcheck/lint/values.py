@@ -36,7 +36,7 @@ from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.aliases import Aliases
 from graphcheck.lint.coldpaths import Cold, optional_ranges
 from graphcheck.lint.files import glob_regex
-from graphcheck.lint.scope import FuncInfo, ModuleIndex, child_nodes
+from graphcheck.lint.scope import FuncInfo, ModuleIndex, child_nodes, local_names
 
 _MAX_DEPTH = 40
 
@@ -194,10 +194,7 @@ class FunctionFacts:
         for name in index.cpu_generators:
             self._add(name, "cpugen")
         if index.host_tensors and not index.default_device_accelerator:
-            local = {n.id for n in info.group("name") if isinstance(n.ctx, ast.Store)}
-            a = info.node.args
-            local.update(p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p is not None)
-            for name in index.host_tensors - local:
+            for name in index.host_tensors - local_names(info):
                 for kind in ("hosttensor", "hostval", "hostconst"):  # one value, the same on every call
                     self._add(name, kind)
         # names the function binds to a tensor's metadata (`shape = w.shape`, `dtype = w.dtype`, `n = w.size(0)`)
