@@ -50,10 +50,12 @@ DEVICE_DECORATORS = {
 _CUSTOM_OP = {"torch.library.custom_op", "torch._library.custom_ops.custom_op"}
 _LIB_IMPL = {"torch.library.impl", "torch.library.register_kernel"}
 _LIBRARY_CTORS = {"torch.library.Library"}
-# Dispatch keys whose implementation never runs on the device during capture.
-# dispatch keys / device types a CUDA graph never runs: a registration naming only these is no capture root
-_HOST_ONLY_KEYS = {"meta", "cpu", "fake", "abstractimpl", "xpu", "mps", "hpu", "npu", "xla", "mtia", "ipu", "lazy",
-                   "mlu", "musa", "privateuse1"}
+# Device types (torch.library dispatch keys, lower-case) a CUDA graph never runs on.
+NON_CUDA_DEVICE_KEYS = frozenset({"meta", "cpu", "xpu", "mps", "hpu", "npu", "xla", "mtia", "ipu", "lazy", "mlu",
+                                  "musa", "privateuse1"})
+# Dispatch keys whose implementation never runs on the device during capture: a registration naming only these is
+# no capture root.
+_HOST_ONLY_KEYS = NON_CUDA_DEVICE_KEYS | {"fake", "abstractimpl"}
 
 
 _TRUTHY = frozenset({"1", "true", "yes", "on", "y", "t"})

@@ -31,7 +31,7 @@ from typing import Any
 
 from graphcheck.lint import capture_sites
 from graphcheck.lint.callers import ArgCoder
-from graphcheck.lint.scope import FuncInfo, ModuleIndex, generic_instantiation
+from graphcheck.lint.scope import NON_CUDA_DEVICE_KEYS, FuncInfo, ModuleIndex, generic_instantiation
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # libraries a tree never defines: calls into them get no argument record (it keeps summaries small)
@@ -509,9 +509,7 @@ def _constexpr_annotated(fn: ast.FunctionDef | ast.AsyncFunctionDef, s: _Summari
 
 # device types a registration names (torch.library.register_kernel / impl); "default" is every device without
 # a kernel of its own
-_DEVICE_TYPES = frozenset({"cuda", "cpu", "meta", "default", "xpu", "mps", "hpu", "npu", "xla", "mtia", "ipu",
-                           "lazy", "mlu", "musa", "privateuse1", "compositeexplicitautograd",
-                           "compositeimplicitautograd"})
+_DEVICE_TYPES = NON_CUDA_DEVICE_KEYS | {"cuda", "default", "compositeexplicitautograd", "compositeimplicitautograd"}
 
 
 def device_keys(call: ast.Call, skip: int) -> list[str]:
