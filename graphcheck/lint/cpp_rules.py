@@ -731,19 +731,20 @@ def after_return(text: str, pos: int, pairs: dict[int, int], opens: list[int]) -
     if block is None or pos - block > 200_000:
         return False
     # the block's own text before pos, nested blocks and parentheses cut out
-    parts, k = [], block + 1
+    parts: list[str] = []
+    k = block + 1
     while k < pos:
         nxt = min((j for j in (text.find("{", k, pos), text.find("(", k, pos)) if j >= 0), default=-1)
         if nxt < 0:
-            parts.append((k, text[k:pos]))
+            parts.append(text[k:pos])
             break
-        parts.append((k, text[k:nxt]))
+        parts.append(text[k:nxt])
         close = pairs.get(nxt, -1)
         if close < 0 or close >= pos:
             return False  # pos is inside an unmatched or enclosing bracket of this statement
-        parts.append((nxt, "()" if text[nxt] == "(" else "{}"))
+        parts.append("()" if text[nxt] == "(" else "{}")
         k = close + 1
-    own = "".join(p for _, p in parts)
+    own = "".join(parts)
     for m in _RETURN.finditer(own):
         end = own.find(";", m.end())
         if end < 0:

@@ -991,7 +991,7 @@ class ProjectIndex:
         region itself), or None."""
         if dotted in self._uncaptured_memo:
             return self._uncaptured_memo[dotted]
-        module, qual, _rec = self.funcs[dotted]
+        module, qual, rec = self.funcs[dotted]
         path = self.by_module.get(module)
         hit = self.uncaptured.match(qual, path)
         why = None
@@ -999,12 +999,12 @@ class ProjectIndex:
             why = _uncaptured_why(*hit)
         elif hit is None and path is not None:
             why = self.vendor.reason(path)
-        op = _rec.get("default_op")
+        op = rec.get("default_op")
         if why is None and op is not None and op in self.cuda_ops:
             why = (f"it is the default kernel of `{op}`, which also has a kernel registered for CUDA: CUDA "
                    "tensors dispatch there, so this one runs only on other devices")
-        replays = _rec.get("replays")
-        if why is None and replays and not _rec.get("opens_capture"):
+        replays = rec.get("replays")
+        if why is None and replays and not rec.get("opens_capture"):
             why = (f"`{qual}` replays a CUDA graph (`{replays[0]}`, line {replays[1]}), so it runs eagerly "
                    "around the graph, not inside a capture")
         self._uncaptured_memo[dotted] = why
