@@ -10,7 +10,8 @@ the rules use them to:
 
 - treat a parameter annotated ``torch.Tensor`` as a host value when every
   in-tree caller passes a Python number (``max_seq_pages: torch.Tensor`` given
-  ``self.max_num_pages``): the annotation is contradicted by the callers;
+  ``self.max_num_pages``, or in an autograd backward ``ctx.flag`` that forward
+  set only to Python bools): the annotation is contradicted by the callers;
 - keep an ``if p is None:`` fallback an error only when a caller omits ``p``
   or passes ``None`` (``graphcheck.lint.coldpaths``).
 
@@ -25,21 +26,28 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphcheck.lint.coldpaths import BRANCH_KINDS
+from graphcheck.lint.scope import ctx_param
 
 # calls and methods whose result is a Python number
 _NUMBER_FUNCS = {"len", "int", "float", "round", "abs", "bool"}
 _NUMBER_QUALS = ("math.", "triton.cdiv", "triton.next_power_of_2", "cdiv", "next_power_of_2")
 _NUMBER_METHODS = {"item", "size", "numel", "dim", "stride", "element_size", "nelement", "ndimension",
                    "dense_dim", "sparse_dim", "bit_length"}
-_NUMBER_ATTRS = {"ndim", "itemsize", "nbytes"}
+_NUMBER_ATTRS = {"ndim", "itemsize", "nbytes", "requires_grad", "is_cuda", "is_leaf", "is_sparse", "is_meta"}
 _HOST_ANNOTATIONS = {"int", "float", "bool"}
+# comparisons whose result is a Python bool whatever the operands (`t == 0` of a tensor is a tensor)
+_BOOL_OPS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
 class ArgCoder:
     """Codes call arguments of one module: ``n``, ``h`` or ``?``."""
 
-    def __init__(self, functions: Sequence[Any]) -> None:
-        """``functions``: the module's ``FuncInfo``s (their own nodes are walked once, and shared)."""
+    def __init__(self, functions: Sequence[Any], index: Any = None) -> None:
+        """``functions``: the module's ``FuncInfo``s (their own nodes are walked once, and shared); ``index``:
+        the module's ``ModuleIndex``, for what an autograd forward stores on its context."""
+        self._index = index
+        self._ctx_memo: dict[tuple[str, str], str] = {}
+        self._by_node: dict[int, Any] = {id(f.node): f for f in functions}
         self._memo: dict[tuple[int, str], bool] = {}
         self._functions = functions
         self._attrs: dict[str, dict[str, list[ast.expr]]] | None = None
@@ -103,7 +111,14 @@ class ArgCoder:
         if isinstance(node, ast.Constant):
             return "h" if isinstance(node.value, (int, float)) else "?"  # bools too
         if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.Not):
+                return "h"  # a Python bool
             return self._kind(node.operand, fn, cls, plain, depth + 1)
+        if isinstance(node, ast.Compare) and all(isinstance(op, _BOOL_OPS) for op in node.ops):
+            return "h"  # `x is not None`, `act in ("silu", "swish")`: a Python bool whatever the operands
+        if isinstance(node, ast.BoolOp):
+            kinds = {self._kind(v, fn, cls, plain, depth + 1) for v in node.values}
+            return "h" if kinds == {"h"} else "?"
         if isinstance(node, ast.BinOp):
             kinds = {self._kind(s, fn, cls, plain, depth + 1) for s in (node.left, node.right)}
             return "?" if "?" in kinds else "h" if "h" in kinds else "p"
@@ -127,6 +142,10 @@ class ArgCoder:
                 return "h"
             if isinstance(node.value, ast.Name) and node.value.id == "self" and cls is not None:
                 return self._attr_kind(cls, node.attr, depth)
+            if isinstance(node.value, ast.Name) and fn is not None and cls is not None:
+                ctx = self._ctx(fn)
+                if ctx == node.value.id:
+                    return self._ctx_attr_kind(cls, node.attr, depth)
             return "p" if plain and _dotted(node) is not None else "?"
         if isinstance(node, ast.Name) and fn is not None:
             return "h" if self._local_number(node.id, fn, cls, depth) else "?"
@@ -140,6 +159,26 @@ class ArgCoder:
             self._attr_kinds[key] = "?"  # a cycle (`self.n = self.n * 2`) is no evidence
             kinds = {self._kind(v, None, cls, True, depth + 1) for v in self.attrs(cls).get(attr, [])}
             hit = self._attr_kinds[key] = "?" if not kinds or "?" in kinds else "h" if kinds == {"h"} else "p"
+        return hit
+
+    def _ctx(self, fn: ast.AST) -> str | None:
+        """The context parameter of an autograd ``backward`` (``jvp``, ``vjp``), else None."""
+        info = self._by_node.get(id(fn))
+        if self._index is None or info is None or info.name in ("forward", "setup_context"):
+            return None
+        return ctx_param(info, self._index)
+
+    def _ctx_attr_kind(self, cls: str, attr: str, depth: int) -> str:
+        """The kind of ``ctx.attr`` read in a backward of autograd class ``cls``: of every value its methods
+        assign to it, each judged where it is assigned (memoized)."""
+        key = (cls, attr)
+        hit = self._ctx_memo.get(key)
+        if hit is None:
+            self._ctx_memo[key] = "?"
+            writes = self._index.ctx_writes(cls)
+            values = writes.attrs.get(attr) if writes is not None else None
+            kinds = {self._kind(v, where.node, cls, False, depth + 1) for v, where in values or ()}
+            hit = self._ctx_memo[key] = "h" if kinds == {"h"} else "?"
         return hit
 
     def _local_number(self, name: str, fn: ast.AST, cls: str | None, depth: int) -> bool:

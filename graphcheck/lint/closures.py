@@ -60,13 +60,33 @@ class ModuleFacts:
                     inherited.setdefault(name, set()).add("hostval")
             finally:
                 self._busy.discard(key)
-            facts = self._memo[key] = FunctionFacts(info, self.index, self.host_names, self.guards, self.debug_flags,
-                                                         inherited=inherited)
+            self._busy.add(key)
+            try:
+                facts = FunctionFacts(info, self.index, self.host_names, self.guards, self.debug_flags,
+                                      inherited=inherited, facts_of=self._other)
+            finally:
+                self._busy.discard(key)
+            self._memo[key] = facts
         return facts
 
     def _ready(self, info: FuncInfo) -> FunctionFacts | None:
         """The facts of ``info``, or None while they are being built (a call cycle)."""
         return None if id(info) in self._busy else self.of(info)
+
+    def _other(self, info: FuncInfo) -> FunctionFacts | None:
+        """The facts one function's value model asks of another (a helper it calls, the forward of its
+        backward), or None while they are being built. A nested function not built yet gets facts without
+        what it would inherit, not memoized: its enclosing functions may be the ones being built."""
+        if id(info) in self._busy:
+            return None
+        if info.parent is None or id(info) in self._memo:
+            return self.of(info)
+        self._busy.add(id(info))
+        try:
+            return FunctionFacts(info, self.index, self.host_names, self.guards, self.debug_flags,
+                                 facts_of=self._other)
+        finally:
+            self._busy.discard(id(info))
 
     # -- what a nested function inherits -------------------------------------------
 

@@ -50,6 +50,13 @@ DEVICE_DECORATORS = {
 _CUSTOM_OP = {"torch.library.custom_op", "torch._library.custom_ops.custom_op"}
 _LIB_IMPL = {"torch.library.impl", "torch.library.register_kernel"}
 _LIBRARY_CTORS = {"torch.library.Library"}
+_AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function",
+                                 "torch.autograd.function.InplaceFunction"})
+# methods of a torch.autograd.Function whose first parameter is the autograd context (`ctx`)
+CTX_METHODS = frozenset({"forward", "setup_context", "backward", "jvp", "vjp"})
+# ctx methods that neither store nor hand out anything the value model follows
+_CTX_CALLS = frozenset({"save_for_backward", "mark_non_differentiable", "mark_dirty", "set_materialize_grads",
+                        "save_for_forward"})
 # Device types (torch.library dispatch keys, lower-case) a CUDA graph never runs on.
 NON_CUDA_DEVICE_KEYS = frozenset({"meta", "cpu", "xpu", "mps", "hpu", "npu", "xla", "mtia", "ipu", "lazy", "mlu",
                                   "musa", "privateuse1"})
@@ -329,6 +336,7 @@ class ModuleIndex:
         self.functions: list[FuncInfo] = []
         self.module_funcs: dict[str, FuncInfo] = {}
         self.class_methods: dict[str, dict[str, FuncInfo]] = {}
+        self.class_defs: dict[str, list[ast.ClassDef]] = {}  # class name -> its definitions (any nesting)
         self.kernels: dict[str, KernelInfo] = {}
         self.libraries: set[str] = set()
         self.cpu_generators: set[str] = set()
@@ -365,21 +373,100 @@ class ModuleIndex:
         # platform and timing branches test a flag that spells a non-CUDA platform or timing/profiling
         self.mentions_roles = _ROLE_WORDS.search(low) is not None
         self._lines: list[str] | None = None
-        self._returns_host: dict[str, bool] = {}
+        # memos of the value model (graphcheck.lint.values): function node id -> returns only host values;
+        # autograd class -> what its forward hands backward through ctx
+        self.returns_host_memo: dict[int, bool] = {}
+        self.ctx_host_memo: dict[str, Any] = {}
+        self._ctx_writes: dict[str, CtxWrites | None] = {}
+        self._method_classes: dict[str, int] | None = None
 
-    def returns_host(self, name: str, facts) -> bool:
-        """Does module-level function ``name`` return only host values (``torch.empty(..., device="cpu")``,
-        ``x.cpu()``)? Judged by its ``return`` expressions, with the caller's value model; memoized."""
-        memo = self._returns_host
-        if name in memo:
-            return memo[name]
-        memo[name] = False  # recursion guard
-        info = self.module_funcs.get(name)
-        if info is None:
-            return False
-        values = [n.value for n in info.own_nodes() if isinstance(n, ast.Return) and n.value is not None]
-        memo[name] = bool(values) and all(facts.is_host_value(v) for v in values)
-        return memo[name]
+    def method_classes(self) -> dict[str, int]:
+        """Method name -> how many classes of the module define it (built on first use)."""
+        if self._method_classes is None:
+            counts: dict[str, int] = {}
+            for methods in self.class_methods.values():
+                for name in methods:
+                    counts[name] = counts.get(name, 0) + 1
+            self._method_classes = counts
+        return self._method_classes
+
+    def autograd_class(self, name: str) -> bool:
+        """Is ``name`` the one class of that name in the module, a ``torch.autograd.Function`` subclass (directly
+        or through another class of the module)?"""
+        seen: set[str] = set()
+        while name not in seen:
+            seen.add(name)
+            defs = self.class_defs.get(name, ())
+            if len(defs) != 1:
+                return False
+            bases = defs[0].bases
+            if any(self.aliases.resolve(b) in _AUTOGRAD_FUNCTIONS for b in bases):
+                return True
+            local = [b.id for b in bases if isinstance(b, ast.Name) and b.id in self.class_defs]
+            if len(local) != 1:
+                return False
+            name = local[0]
+        return False
+
+    def ctx_writes(self, cls: str) -> CtxWrites | None:
+        """What the methods of autograd class ``cls`` put on their context: the argument lists of
+        ``ctx.save_for_backward(...)`` in ``forward``/``setup_context`` and the values of ``ctx.attr = v``; None
+        when it cannot all be seen (the context passed to a call or bound to another name, used by a nested
+        function, a starred or keyword save, a subclass in the module, no ``forward`` of its own). Memoized."""
+        if cls in self._ctx_writes:
+            return self._ctx_writes[cls]
+        self._ctx_writes[cls] = None
+        methods = self.class_methods.get(cls, {})
+        if not self.autograd_class(cls) or ("forward" not in methods and "setup_context" not in methods):
+            return None
+        if any(isinstance(b, ast.Name) and b.id == cls for defs in self.class_defs.values() for d in defs
+               for b in d.bases):
+            return None  # a subclass's forward may save other values for this backward
+        saves: list[tuple[list[ast.expr], FuncInfo]] = []
+        attrs: dict[str, list[tuple[ast.expr, FuncInfo]] | None] = {}
+        for name, info in methods.items():
+            if name not in CTX_METHODS or (name == "forward" and "setup_context" in methods):
+                continue  # (with a setup_context, forward takes no context)
+            params = [a.arg for a in [*info.node.args.posonlyargs, *info.node.args.args]]
+            if not params:
+                return None
+            ctx = params[0]
+            if any(ctx in {n.id for n in ast.walk(c.node) if isinstance(n, ast.Name)} for c in info.children):
+                return None
+            uses = 0
+            for node in info.group("name"):
+                if node.id == ctx:
+                    uses += 1
+            attr_uses = 0
+            for node in info.group("attribute"):
+                if isinstance(node.value, ast.Name) and node.value.id == ctx:
+                    attr_uses += 1
+            if uses != attr_uses:
+                return None  # `helper(ctx, ...)`, `c = ctx`: writes this walk cannot see
+            for call in info.group("call"):
+                func = call.func
+                if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == ctx
+                        and func.attr == "save_for_backward"):
+                    if name not in ("forward", "setup_context") or call.keywords or any(
+                            isinstance(a, ast.Starred) for a in call.args):
+                        return None
+                    saves.append((list(call.args), info))
+            for node in info.group("bind"):
+                targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+                for target in targets:
+                    for elt in ast.walk(target) if target is not None else ():
+                        if (isinstance(elt, ast.Attribute) and isinstance(elt.value, ast.Name) and elt.value.id == ctx
+                                and isinstance(elt.ctx, ast.Store)):
+                            value = getattr(node, "value", None)
+                            if elt is target and isinstance(node, (ast.Assign, ast.AnnAssign)) and value is not None:
+                                found = attrs.setdefault(elt.attr, [])
+                                if found is not None:
+                                    found.append((value, info))
+                            else:
+                                attrs[elt.attr] = None  # unpacked into, augmented, or a loop target: unknown
+        writes = CtxWrites(saves, attrs)
+        self._ctx_writes[cls] = writes
+        return writes
 
     def line(self, number: int) -> str:
         """The text of one source line (1-based), or "" past the end."""
@@ -409,6 +496,7 @@ class ModuleIndex:
                 stack.extend((s, inner, info, None, info.owner_class) for s in reversed(stmt.body))
                 continue
             if isinstance(stmt, ast.ClassDef):
+                self.class_defs.setdefault(stmt.name, []).append(stmt)
                 inner = prefix + stmt.name + "."
                 stack.extend((s, inner, func, stmt.name, owner) for s in reversed(stmt.body))
                 continue
@@ -643,6 +731,24 @@ class ModuleIndex:
         if isinstance(base, ast.Name):
             return self.kernels.get(base.id)
         return None
+
+
+@dataclasses.dataclass
+class CtxWrites:
+    """What an autograd class's methods store on their context (:meth:`ModuleIndex.ctx_writes`)."""
+    saves: list[tuple[list[ast.expr], FuncInfo]]  # the arguments of each ctx.save_for_backward call, and where
+    attrs: dict[str, list[tuple[ast.expr, FuncInfo]] | None]  # ctx.attr -> values assigned (None: not all seen)
+
+
+def ctx_param(info: FuncInfo, index: ModuleIndex) -> str | None:
+    """The context parameter's name when ``info`` is a ``forward``/``backward``/``setup_context``/``jvp``/``vjp``
+    of a ``torch.autograd.Function`` subclass of the module, else None."""
+    if not info.is_method or info.owner_class is None or info.name not in CTX_METHODS:
+        return None
+    params = info.node.args.posonlyargs + info.node.args.args
+    if not params or not index.autograd_class(info.owner_class):
+        return None
+    return params[0].arg
 
 
 def _looks_like_grid(node: ast.AST) -> bool:

@@ -67,7 +67,7 @@ class _Summarizer:
         self.star: list[str] = []
         self.alias: dict[str, str] = {}
         self.classes: dict[str, list[str]] = {}
-        self.coder = ArgCoder(self.index.functions)
+        self.coder = ArgCoder(self.index.functions, self.index)
         self.may_capture = capture_sites.may_capture(source)  # no region to look for in most files
         self._attrs: dict[str, dict[str, str]] | None = None  # class -> {self attribute: class built}
 

@@ -29,14 +29,14 @@ import ast
 import fnmatch
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import cast
 
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.aliases import Aliases
 from graphcheck.lint.coldpaths import Cold, optional_ranges
 from graphcheck.lint.files import glob_regex
-from graphcheck.lint.scope import FuncInfo, ModuleIndex, child_nodes, local_names
+from graphcheck.lint.scope import FuncInfo, ModuleIndex, child_nodes, ctx_param, local_names
 
 _MAX_DEPTH = 40
 
@@ -100,6 +100,12 @@ _IDENTITY_OPS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 _SEQ_NODES = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.Set)
 _SEQ_ANNOTATIONS = {"list", "List", "tuple", "Tuple", "Sequence", "int", "float", "Iterable"}
 _HOST_TENSOR_CTORS = {"torch.tensor", "torch.as_tensor", "torch.from_numpy"}
+# the legacy typed constructors: `torch.FloatTensor([s])` is a CPU tensor (the torch.cuda.* ones are not)
+_LEGACY_CTORS = {"torch.FloatTensor", "torch.DoubleTensor", "torch.HalfTensor", "torch.BFloat16Tensor",
+                 "torch.LongTensor", "torch.IntTensor", "torch.ShortTensor", "torch.CharTensor", "torch.ByteTensor",
+                 "torch.BoolTensor"}
+# how backward reads what forward saved
+_SAVED_ATTRS = ("saved_tensors", "saved_variables")
 # torch factories that draw from the default RNG: on the host unless given a device (or a default device is set)
 RANDOM_FACTORIES = {"torch.rand", "torch.randn", "torch.randint", "torch.randperm"}
 # Factories whose result lives on the default device: the host, without `device=`, `out=` or a default device.
@@ -127,12 +133,17 @@ class FunctionFacts:
 
     def __init__(self, info: FuncInfo, index: ModuleIndex, host_names: Sequence[str] = DEFAULT_HOST_NAMES,
                  guards: Sequence[str] = (), debug_flags: Sequence[str] = DEFAULT_DEBUG_FLAGS,
-                 inherited: dict[str, set[str]] | None = None) -> None:
+                 inherited: dict[str, set[str]] | None = None,
+                 facts_of: Callable[[FuncInfo], FunctionFacts | None] | None = None) -> None:
         """``inherited``: kinds a nested function's names get from its enclosing functions
-        (``graphcheck.lint.closures``)."""
+        (``graphcheck.lint.closures``). ``facts_of``: the facts of another function of the module (None while
+        they are being built), for the return kinds of helpers and what an autograd forward saves; without
+        it they are built here, with the same settings."""
         self.info = info
         self.index = index
         self.aliases = index.aliases
+        self._settings = (tuple(host_names), tuple(guards), tuple(debug_flags))
+        self._facts_of = facts_of
         self.kinds: dict[str, set[str]] = {}
         self.host_origin: dict[str, ast.AST] = {}
         self._baked_origin: dict[str, ast.AST] = {}
@@ -151,6 +162,13 @@ class FunctionFacts:
                 isinstance(item.context_expr, ast.Call) and self.aliases.resolve(item.context_expr.func)
                 == "torch.device" and not is_cpu_device(self.aliases, item.context_expr) for item in node.items)]
         self._params(info.node)
+        # in a backward of an autograd Function: the context's name, which saved positions and attributes hold
+        # host values (every save/assignment in forward a host value)
+        self._ctx = ctx_param(info, index) if info.name not in ("forward", "setup_context") else None
+        self._ctx_saved: tuple[bool, ...] | None = None
+        self._ctx_attrs: frozenset[str] = frozenset()
+        if self._ctx is not None and info.owner_class is not None:
+            self._ctx_saved, self._ctx_attrs = self._ctx_host(info.owner_class)
         for name, kinds in (inherited or {}).items():
             for kind in kinds:
                 self._add(name, kind)
@@ -448,9 +466,14 @@ class FunctionFacts:
         if isinstance(node, ast.Name):
             return self.has(node.id, "hostval") or self.host_named(node.id)
         if isinstance(node, ast.Attribute):
+            if self._ctx_attrs and isinstance(node.value, ast.Name) and node.value.id == self._ctx:
+                return node.attr in self._ctx_attrs  # `ctx.scale`: forward assigned it only host values
             return self.host_named(node.attr) or (node.attr in TENSOR_VIEW_ATTRS
                                                   and self.is_host_value(node.value, depth + 1))
         if isinstance(node, ast.Subscript):
+            saved = self._saved_position(node)
+            if saved is not None:
+                return saved  # `ctx.saved_tensors[1]`
             return self.is_host_value(node.value, depth + 1)
         if isinstance(node, ast.BinOp):
             sides = (node.left, node.right)
@@ -470,7 +493,7 @@ class FunctionFacts:
                     return True
                 if qual.endswith((".get_rng_state", ".get_rng_state_all")):
                     return True  # RNG state is a CPU tensor, for CUDA generators too
-                if self.host_tensor_call(node) or self.host_factory_call(node):
+                if self.host_tensor_call(node) or self.host_factory_call(node) or self.legacy_ctor_call(node):
                     return True
                 device = _kw(node, "device")
                 if device is not None and qual.startswith("torch.") and is_cpu_device(self.aliases, device):
@@ -481,8 +504,9 @@ class FunctionFacts:
                 return (module in _TENSOR_MODULES and bool(node.args) and _kw(node, "device") is None
                         and self.is_host_value(node.args[0], depth + 1)
                         and not any(self.tensorish(a, depth + 1) for a in node.args[1:]))
-            if isinstance(func, ast.Name) and func.id in self.index.module_funcs:
-                return self.index.returns_host(func.id, self)  # a helper of this module returning a CPU tensor
+            helper = self._helper(func)
+            if helper is not None and self.returns_host(helper):
+                return True  # a helper of this module returning a CPU tensor
             if isinstance(func, ast.Attribute):
                 attr = func.attr
                 if attr in ("cpu", "numpy", "tolist") and not node.args:
@@ -638,7 +662,11 @@ class FunctionFacts:
                     if not isinstance(elt, ast.Starred):
                         self._bind(elt, part)
                 return
-            for elt in target.elts:
+            saved = self._ctx_saved if self._saved_tuple(value) else None
+            if saved is not None and (len(saved) != len(target.elts)
+                                      or any(isinstance(e, ast.Starred) for e in target.elts)):
+                saved = None
+            for n, elt in enumerate(target.elts):
                 if isinstance(elt, ast.Starred):
                     elt = elt.value
                 if isinstance(elt, ast.Name):
@@ -647,6 +675,10 @@ class FunctionFacts:
                     meta = elt.id in self._metadata_names
                     for kind in elem_kinds - {"tensor", "mask"} if meta else elem_kinds:
                         self._add(elt.id, kind)
+                    if saved is not None and saved[n]:
+                        # `a, scale = ctx.saved_tensors` where forward saved a CPU tensor second
+                        self._add(elt.id, "hosttensor")
+                        self._add(elt.id, "hostval")
                     if "host" in elem_kinds and elt.id not in self.host_origin:
                         self.host_origin[elt.id] = self.host_source(value) or value
 
@@ -687,9 +719,11 @@ class FunctionFacts:
             kinds.add("shape")
         if isinstance(value, (ast.ListComp, ast.GeneratorExp, ast.List, ast.Tuple)) and self.holds_host_values(value):
             kinds.add("hostvals")
+        if isinstance(value, ast.Subscript) and self._saved_position(value):
+            kinds.add("hosttensor")
         if isinstance(value, ast.Call):
             qual = self.aliases.resolve(value.func)
-            if self.host_tensor_call(value):
+            if self.host_tensor_call(value) or self.legacy_ctor_call(value):
                 kinds.add("hosttensor")
                 pinned = _kw(value, "pin_memory")  # `pin_memory=<a flag the caller sets>`: taken as pinned
                 if pinned is not None and not (isinstance(pinned, ast.Constant) and not pinned.value):
@@ -918,6 +952,105 @@ class FunctionFacts:
         if qual == "torch.tensor":
             return not self.tensorish(data)
         return self.is_host_seq(data)
+
+    def legacy_ctor_call(self, node: ast.Call) -> bool:
+        """``torch.FloatTensor([s])``, ``torch.LongTensor(n)``: a legacy typed constructor, on the host (unless the
+        module sets a default device: taken as moving them too)."""
+        return (self.aliases.resolve(node.func) in _LEGACY_CTORS and not any(kw.arg == "device" for kw in node.keywords)
+                and self.default_device_is_host(node))
+
+    # -- across functions: helpers' returns, the autograd context ----------
+
+    def _facts(self, info: FuncInfo) -> FunctionFacts | None:
+        if self._facts_of is not None:
+            return self._facts_of(info)
+        host_names, guards, debug_flags = self._settings
+        return FunctionFacts(info, self.index, host_names, guards, debug_flags)
+
+    def _helper(self, func: ast.expr) -> FuncInfo | None:
+        """The function of this module a call's ``func`` names: ``helper`` (module level), ``self.helper`` /
+        ``cls.helper`` (a method of the caller's class, defined in no other class of the module) or
+        ``Cls.helper``."""
+        if isinstance(func, ast.Name):
+            return self.index.module_funcs.get(func.id)
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            return None
+        owner = func.value.id
+        if owner in ("self", "cls"):
+            owner = self.info.owner_class or ""
+        elif owner not in self.index.class_defs:
+            return None
+        method = self.index.class_methods.get(owner, {}).get(func.attr)
+        if method is None or len(self.index.class_defs.get(owner, ())) != 1:
+            return None
+        if self.index.method_classes().get(func.attr, 0) != 1:
+            return None  # another class of the module defines it too: a subclass may override it
+        return method
+
+    def returns_host(self, info: FuncInfo) -> bool:
+        """Does ``info`` return only host values (``torch.tensor([n], device="cpu")``, ``x.cpu()``)? Judged by
+        its ``return`` expressions with its own value model; a generator or coroutine never does. Memoized."""
+        memo = self.index.returns_host_memo
+        key = id(info.node)
+        if key in memo:
+            return memo[key]
+        memo[key] = False  # recursion guard
+        if isinstance(info.node, ast.AsyncFunctionDef):
+            return False
+        own = info.own_nodes()
+        if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own):
+            return False
+        values = [n.value for n in own if isinstance(n, ast.Return)]
+        if not values or any(v is None for v in values):
+            return False
+        facts = self._facts(info)
+        memo[key] = facts is not None and all(facts.is_host_value(v) for v in values if v is not None)
+        return memo[key]
+
+    def _ctx_host(self, cls: str) -> tuple[tuple[bool, ...] | None, frozenset[str]]:
+        """For autograd class ``cls``: which positions of ``ctx.saved_tensors`` hold host tensors (None when the
+        saves differ in length or cannot all be seen) and which ``ctx`` attributes only ever get host values.
+        Memoized on the module index."""
+        memo = self.index.ctx_host_memo
+        if cls in memo:
+            return cast("tuple[tuple[bool, ...] | None, frozenset[str]]", memo[cls])
+        memo[cls] = (None, frozenset())
+        writes = self.index.ctx_writes(cls)
+        if writes is None:
+            return None, frozenset()
+        facts: dict[int, FunctionFacts | None] = {}
+
+        def host(value: ast.expr, where: FuncInfo) -> bool:
+            if id(where) not in facts:
+                facts[id(where)] = self._facts(where)
+            judge = facts[id(where)]
+            return judge is not None and judge.is_host_value(value)
+
+        saved: tuple[bool, ...] | None = None
+        lengths = {len(args) for args, _ in writes.saves}
+        if len(lengths) == 1:
+            saved = tuple(all(host(args[i], where) for args, where in writes.saves) for i in range(lengths.pop()))
+        attrs = frozenset(attr for attr, values in writes.attrs.items()
+                          if values and all(host(v, where) for v, where in values))
+        memo[cls] = (saved, attrs)
+        return saved, attrs
+
+    def _saved_tuple(self, node: ast.AST) -> bool:
+        """``ctx.saved_tensors`` in a backward."""
+        return (self._ctx is not None and isinstance(node, ast.Attribute) and node.attr in _SAVED_ATTRS
+                and isinstance(node.value, ast.Name) and node.value.id == self._ctx)
+
+    def _saved_position(self, node: ast.Subscript) -> bool | None:
+        """For ``ctx.saved_tensors[i]``: whether forward saved a host tensor at ``i``; None for other subscripts."""
+        if self._ctx_saved is None or not self._saved_tuple(node.value):
+            return None
+        index = node.slice
+        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub) and isinstance(index.operand, ast.Constant):
+            index = ast.Constant(-index.operand.value) if isinstance(index.operand.value, int) else index
+        if not isinstance(index, ast.Constant) or not isinstance(index.value, int) or isinstance(index.value, bool):
+            return False
+        n = index.value
+        return -len(self._ctx_saved) <= n < len(self._ctx_saved) and self._ctx_saved[n]
 
     def default_device_is_host(self, node: ast.AST) -> bool:
         """Does a device-less factory at ``node`` make a host tensor? Not under ``with torch.device("cuda"):``
