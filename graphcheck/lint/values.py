@@ -466,8 +466,8 @@ class FunctionFacts:
         if isinstance(node, ast.Name):
             return self.has(node.id, "hostval") or self.host_named(node.id)
         if isinstance(node, ast.Attribute):
-            if self._ctx_attrs and isinstance(node.value, ast.Name) and node.value.id == self._ctx:
-                return node.attr in self._ctx_attrs  # `ctx.scale`: forward assigned it only host values
+            if node.attr in self._ctx_attrs and isinstance(node.value, ast.Name) and node.value.id == self._ctx:
+                return True  # `ctx.scale`: forward assigned it only host values
             return self.host_named(node.attr) or (node.attr in TENSOR_VIEW_ATTRS
                                                   and self.is_host_value(node.value, depth + 1))
         if isinstance(node, ast.Subscript):
@@ -1044,12 +1044,12 @@ class FunctionFacts:
         """For ``ctx.saved_tensors[i]``: whether forward saved a host tensor at ``i``; None for other subscripts."""
         if self._ctx_saved is None or not self._saved_tuple(node.value):
             return None
-        index = node.slice
-        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub) and isinstance(index.operand, ast.Constant):
-            index = ast.Constant(-index.operand.value) if isinstance(index.operand.value, int) else index
-        if not isinstance(index, ast.Constant) or not isinstance(index.value, int) or isinstance(index.value, bool):
+        index, sign = node.slice, 1
+        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+            index, sign = index.operand, -1
+        if not isinstance(index, ast.Constant) or type(index.value) is not int:
             return False
-        n = index.value
+        n = sign * index.value
         return -len(self._ctx_saved) <= n < len(self._ctx_saved) and self._ctx_saved[n]
 
     def default_device_is_host(self, node: ast.AST) -> bool:

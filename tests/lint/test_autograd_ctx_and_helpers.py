@@ -282,3 +282,9 @@ def test_a_method_another_class_also_defines_keeps_the_device_answer():
             return torch.tensor([1], device="cuda")
 '''
     assert syncs(body) != []
+
+
+def test_a_host_named_ctx_attribute_stays_a_host_value():
+    body = ATTR.replace("VALUE", "torch.tensor([scale])").replace(
+        "ctx.other = x", "ctx.lens_cpu = x").replace("ctx.scale_t.item()", "ctx.lens_cpu.item()")
+    assert syncs(body) == []
