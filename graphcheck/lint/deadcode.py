@@ -29,7 +29,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +58,56 @@ def reason(name: str) -> str:
     return f"no reference to `{name}` in the linted tree: dead code, or API that only outside code calls"
 
 
+def tests_reason(name: str, referrer: str, site: str) -> str:
+    return (f"only tests, benchmarks or examples refer to `{name}` ({referrer}) in this application tree, which "
+            f"captures its own graphs ({site}): code its captured step does not reach")
+
+
+# words of a function or file that measures kernels (a timing, profiling, tuning or benchmark capture): a capture
+# there times a kernel; it is not the application's own captured step
+_MEASURING = frozenset({"bench", "benchmark", "benchmarks", "benchmarking", "perf", "perftest", "profile", "profiler",
+                        "profiling", "tune", "tuner", "tuning", "autotune", "autotuner", "autotuning", "time", "timer",
+                        "timing", "timeit", "test", "tests", "testing"})
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+
+
+def _measures(name: str) -> bool:
+    """Whether a name (``_opus_run_perftest``, ``AutoTuner``, ``bench_utils``) has a measuring word."""
+    return any(w.lower() in _MEASURING for w in _WORD.findall(name))
+
+
+def capture_site(index: Any, base: str) -> str | None:
+    """Where the linted code captures its own graphs: the first capture site (``with torch.cuda.graph``,
+    ``capture_begin()``, ``make_graphed_callables``) of a linted file, outside harness or eager code, a
+    non-CUDA backend and measuring code (a function or file named for benchmarking, profiling, tuning, timing
+    or testing: a capture that times a kernel), as ``"`site` at path:line in `qualname`"`` with the path
+    below ``base``; None for a kernel library."""
+    for dotted, (module, qual, rec) in index.funcs.items():
+        captures = rec.get("capture")
+        path = index.by_module.get(module)
+        if not captures or path is None or index.off_scope(dotted) is not None or index.vendor.reason(path):
+            continue
+        stem = os.path.basename(path).rpartition(".")[0]
+        if any(_measures(part) for part in [stem, *qual.split(".")]):
+            continue
+        site, line = captures[0][0], captures[0][1]
+        return f"`{site.split(' on line')[0]}` at {_shown(path, base)}:{line} in `{qual}`"
+    return None
+
+
+def _shown(path: str, base: str) -> str:
+    return os.path.relpath(path, base).replace(os.sep, "/") if base else os.path.basename(path)
+
+
 def unreferenced(index: Any, extra_files: Sequence[str], cache_dir: Path | None = None,
-                 settings: str = "") -> dict[str, str]:
-    """Dotted names of the index's launcher roots that nothing in the tree refers to -> why. ``extra_files``:
-    Python files of the tree that are not linted (default excludes), scanned for references only.
-    ``cache_dir``: where the answer is kept, keyed on ``settings`` (the index's cache key), the candidates and
-    the size and mtime of every file scanned, so a run on an unchanged tree reads no file for it."""
+                 settings: str = "", tests: Collection[str] = ()) -> dict[str, tuple[str, str]]:
+    """Dotted names of the index's launcher roots that nothing in the tree refers to -> (kind, why), kind
+    ``"unreferenced"``; and, in an application tree (``capture_site``), those that only the files of ``tests``
+    refer to, kind ``"tests-only"``. ``extra_files``: Python files of the tree that are not linted (default
+    excludes), scanned for references only; ``tests``: those of them excluded as tests, benchmarks, examples
+    (not the non-CUDA backends). ``cache_dir``: where the answer is kept, keyed on ``settings`` (the index's
+    cache key), the candidates, the capture site and the size and mtime of every file scanned, so a run on an
+    unchanged tree reads no file for it."""
     candidates: dict[str, tuple[str, str, str]] = {}  # dotted -> (module key, name, path)
     edges = index.call_edges()  # a call the index resolves to it is a reference: no file needs reading for it
     for dotted, (why, guess) in index.roots.items():
@@ -82,62 +126,93 @@ def unreferenced(index: Any, extra_files: Sequence[str], cache_dir: Path | None 
     if not candidates:
         return {}
     linted = list(index.names)
-    paths = [*linted, *(p for p in extra_files if p not in index.names)]
-    key = _cache_key(settings, candidates, paths) if cache_dir is not None else ""
+    extra = [p for p in extra_files if p not in index.names]
+    base = _common_folder(linted)
+    site = capture_site(index, base) if any(p in tests for p in extra) else None
+    # in an application tree the tests are read last, each on its own: what they alone refer to is known
+    test_paths = [p for p in extra if p in tests] if site is not None else []
+    paths = [*linted, *(p for p in extra if p not in test_paths)]
+    key = _cache_key(settings, candidates, paths, test_paths, site or "") if cache_dir is not None else ""
     cached = _cached(cache_dir, key)
     if cached is not None:
-        return {d: reason(candidates[d][1]) for d in cached if d in candidates}
-    scan = _Scan(candidates)
-    # the likeliest references first (package re-exports, the candidates' own modules): a candidate found live
-    # leaves the search, so fewer files are parsed
-    first = [p for p in linted if p.endswith("__init__.py") or p in scan.own]
-    taken = set(first)
-    for path in [*first, *(p for p in paths if p not in taken)]:
-        scan.file(path)
-    dead = [d for d in candidates if d not in scan.live]
-    if dead:
-        used = _imported_modules({candidates[d][0] for d in dead}, linted)
-        dead = [d for d in dead if candidates[d][0] in used]
-    _store(cache_dir, key, dead)
-    return {d: reason(candidates[d][1]) for d in dead}
+        dead_names, by_tests = cached
+    else:
+        scan = _Scan(candidates)
+        # the likeliest references first (package re-exports, the candidates' own modules): a candidate found
+        # live leaves the search, so fewer files are parsed
+        first = [p for p in linted if p.endswith("__init__.py") or p in scan.own]
+        taken = set(first)
+        for path in [*first, *(p for p in paths if p not in taken)]:
+            scan.file(path)
+        by_tests = {}
+        for path in test_paths:
+            before = set(scan.live)
+            scan.file(path)
+            for dotted in scan.live - before:
+                by_tests[dotted] = path
+        dead_names = [d for d in candidates if d not in scan.live]
+        suspects = [*dead_names, *by_tests]
+        if suspects:
+            used = _imported_modules({candidates[d][0] for d in suspects}, linted)
+            dead_names = [d for d in dead_names if candidates[d][0] in used]
+            by_tests = {d: p for d, p in by_tests.items() if candidates[d][0] in used}
+        _store(cache_dir, key, dead_names, by_tests)
+    out = {d: ("unreferenced", reason(candidates[d][1])) for d in dead_names if d in candidates}
+    if site is not None:
+        for dotted, path in by_tests.items():
+            if dotted in candidates:
+                out[dotted] = ("tests-only", tests_reason(candidates[dotted][1], _shown(path, base), site))
+    return out
 
 
-_CACHE_FILE = "deadcode-v1.json"
+def _common_folder(paths: Sequence[str]) -> str:
+    """The folder the linted files share (the tree linted, or one below it)."""
+    try:
+        base = os.path.commonpath([os.path.abspath(p) for p in paths])
+    except ValueError:  # different drives
+        return ""
+    return os.path.dirname(base) if len(paths) == 1 or os.path.isfile(base) else base
 
 
-def _cache_key(settings: str, candidates: dict[str, tuple[str, str, str]], paths: list[str]) -> str:
+_CACHE_FILE = "deadcode-v2.json"
+
+
+def _cache_key(settings: str, candidates: dict[str, tuple[str, str, str]], paths: list[str],
+               test_paths: list[str], site: str) -> str:
     h = hashlib.blake2b(digest_size=16)
-    h.update(settings.encode() + b"\0" + "\0".join(sorted(candidates)).encode())
-    for path in sorted(paths):
-        try:
-            st = os.stat(path)
-            h.update(f"\0{path}\0{st.st_size}\0{st.st_mtime_ns}".encode())
-        except OSError:
-            h.update(f"\0{path}\0-".encode())
+    h.update(settings.encode() + b"\0" + "\0".join(sorted(candidates)).encode() + b"\0" + site.encode())
+    for tag, group in ((b"r", paths), (b"t", test_paths)):
+        for path in sorted(group):
+            try:
+                st = os.stat(path)
+                h.update(tag + f"\0{path}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+            except OSError:
+                h.update(tag + f"\0{path}\0-".encode())
     return h.hexdigest()
 
 
-def _cached(cache_dir: Path | None, key: str) -> list[str] | None:
+def _cached(cache_dir: Path | None, key: str) -> tuple[list[str], dict[str, str]] | None:
     if cache_dir is None:
         return None
     try:
         with open(Path(cache_dir) / _CACHE_FILE, "rb") as fh:
             data = json.loads(fh.read())
-        if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("dead"), list):
-            return [str(d) for d in data["dead"]]
+        if (isinstance(data, dict) and data.get("key") == key and isinstance(data.get("dead"), list)
+                and isinstance(data.get("tests"), dict)):
+            return [str(d) for d in data["dead"]], {str(d): str(p) for d, p in data["tests"].items()}
     except (OSError, ValueError):
         pass
     return None
 
 
-def _store(cache_dir: Path | None, key: str, dead: list[str]) -> None:
+def _store(cache_dir: Path | None, key: str, dead: list[str], tests: dict[str, str]) -> None:
     if cache_dir is None:
         return
     try:
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".deadcode-", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"key": key, "dead": dead}, fh)
+            json.dump({"key": key, "dead": dead, "tests": tests}, fh)
         os.replace(tmp, Path(cache_dir) / _CACHE_FILE)
     except OSError:
         pass
@@ -253,11 +328,11 @@ class _Scan:
         # uses of the names, their definitions left out (a substring test first: one regex of many names is slow)
         words = ({m.decode() for m in self.words.findall(data)} if any(n in data for n in self.names) else set())
         own = self.own.get(path, ())
-        if own and (words or _OWN_DYNAMIC.search(data)):
-            # its own module names it (a call, a callback, __all__; a recursion counts too), or looks names up
-            dynamic = _OWN_DYNAMIC.search(data) is not None
-            self.live.update(d for d in own if dynamic or self.candidates[d][1] in words)
-        words = {w for w in words if any(d not in own and d not in self.live for d in self.by_name[w])}
+        if own and _OWN_DYNAMIC.search(data):  # its own module looks its names up
+            self.live.update(own)
+        # its own module names it (a call, a callback, __all__; a recursion counts too): read in the parsed
+        # module, where a mention in a comment or a docstring is no use
+        words = {w for w in words if any(d not in self.live for d in self.by_name[w])}
         dynamic = any(b in data for b in _DYNAMIC_BYTES) and self.dynamic(data)
         if not words and not dynamic:
             return
@@ -271,7 +346,7 @@ class _Scan:
             for name in words:
                 self.live.update(self.by_name[name])
             return
-        _Refs(self, path, tree, words).run()
+        _Refs(self, path, tree, words, [d for d in own if d not in self.live]).run()
 
     def dynamic(self, data: bytes) -> bool:
         """Whether the file may look up a pending candidate's module as a whole: it imports a module of that
@@ -299,8 +374,11 @@ class _Scan:
 class _Refs:
     """The references of one parsed file to the candidates."""
 
-    def __init__(self, scan: _Scan, path: str, tree: ast.Module, words: set[str]):
+    def __init__(self, scan: _Scan, path: str, tree: ast.Module, words: set[str], own: Sequence[str] = ()):
         self.scan = scan
+        self.own: dict[str, list[str]] = {}  # name -> the candidates this module defines under it
+        for dotted in own:
+            self.own.setdefault(scan.candidates[dotted][1], []).append(dotted)
         self.folder = os.path.dirname(os.path.abspath(path)).replace(os.sep, "/")
         self.tree = tree
         self.words = words
@@ -319,6 +397,8 @@ class _Refs:
         for node in ast.walk(self.tree):
             if isinstance(node, (ast.Attribute, ast.Call)):
                 later.append(node)
+            elif isinstance(node, ast.Name) and node.id in self.own:  # a use in its own module
+                self.live(self.own[node.id])
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     local = alias.asname or alias.name.partition(".")[0]

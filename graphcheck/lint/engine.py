@@ -281,6 +281,11 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
     # a linted tree: its excluded Python files (tests, benchmarks) still refer to launchers (graphcheck.lint.deadcode)
     references = ([sf.path for sf in discovery.files if sf.path in excluded and sf.language == "python"]
                   if any(os.path.isdir(p) for p in paths) else None)
+    # of those, the tests, benchmarks and examples (not the non-CUDA backends): what only they refer to is not
+    # captured in a tree that captures its own graphs
+    tests = (excluded & _default_excluded([sf for sf in discovery.files if sf.path in excluded
+                                           and sf.language == "python"], paths, config.default_exclude)
+             if references else set())
     if excluded:
         discovery.files = [sf for sf in discovery.files if sf.path not in excluded]
     options = _Options(config.all_functions, tuple(config.entry_points), config.max_file_size)
@@ -318,7 +323,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         extra_roots=extra_roots, jobs=jobs, max_file_size=config.max_file_size,
         cache_dir=directory, trust_stat=trust_stat, eager=config.eager_functions,
         harness=config.harness_functions, uncaptured=config.uncaptured_functions, vendor=config.vendor_exclude,
-        workers=workers, references=references)
+        workers=workers, references=references, tests=tests)
     for sf in discovery.files:
         known = None
         context = None

@@ -34,7 +34,7 @@ import os
 import re
 import tempfile
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -228,7 +228,8 @@ class Reach:
     reason: str  # the phrase after "which": "launches Triton kernel `k`", "is called from `f`, which ..."
     root: str  # dotted name of the root
     chain: list[str]  # dotted names, root first, this function last
-    guess: bool | str  # the root or a link of the chain is a heuristic ("unreferenced": a dead launcher)
+    guess: bool | str  # the root or a link of the chain is a heuristic ("unreferenced": a dead launcher;
+    # "tests-only": one only tests refer to in a tree that captures its own graphs)
 
 
 @dataclasses.dataclass
@@ -435,7 +436,8 @@ class ProjectIndex:
                  max_file_size: int = 10**7, trust_stat: bool = True, eager: Sequence[str] = DEFAULT_EAGER,
                  harness: Sequence[str] = DEFAULT_HARNESS, uncaptured: Sequence[str] = DEFAULT_UNCAPTURED,
                  vendor: Sequence[str] = (), source: str | None = None,
-                 workers: lint_pool.Workers | None = None, references: Sequence[str] | None = None) -> None:
+                 workers: lint_pool.Workers | None = None, references: Sequence[str] | None = None,
+                 tests: Collection[str] = ()) -> None:
         """``source``: the text of the one file in ``files``, not read from disk and not cached (the
         no-project mode of ``lint_python``: the file is its own project, with the same roots and scope).
         ``vendor``: the ``vendor-exclude`` globs; a file whose path below the tree's common folder has a part
@@ -445,7 +447,9 @@ class ProjectIndex:
         summaries were made from (``lint_pool.keep_tree``).
         ``references``: when a tree is linted, the Python files of it that are not linted (default excludes);
         launcher roots that neither they nor the linted files refer to are walked as uncaptured code
-        (``graphcheck.lint.deadcode``). None (a file linted alone): no such test."""
+        (``graphcheck.lint.deadcode``). None (a file linted alone): no such test. ``tests``: those of
+        ``references`` that are tests, benchmarks or examples; in a tree that captures its own graphs, a launcher
+        only they refer to is walked as uncaptured code too."""
         self.registrars = tuple(registrars)
         self.eager = ScopeNames(eager)
         self.harness = ScopeNames(harness)
@@ -458,8 +462,10 @@ class ProjectIndex:
         self.jobs = jobs
         self.workers = workers
         self.references = references
-        self.unreferenced: dict[str, str] = {}  # launcher root -> why nothing in the tree refers to it
-        self._dead_texts: set[str] = set()
+        self.tests = tests
+        # launcher root -> why nothing in the tree (or, in an application, nothing but its tests) refers to it
+        self.unreferenced: dict[str, str] = {}
+        self._dead_texts: dict[str, str] = {}  # such a reason -> its evidence: "unreferenced" or "tests-only"
         self.max_file_size = max_file_size
         words = tuple(sorted({e.rsplit(":", 1)[-1].rsplit(".", 1)[-1] for e in self.entry_points}
                              | {r.rpartition(".")[2] for r in self.registrars}))
@@ -538,8 +544,9 @@ class ProjectIndex:
                 dropped = self._drop_eager_only_roots()
                 if self.references is not None:
                     where = self.cache.file.parent if self.cache.file is not None else None
-                    self.unreferenced = deadcode.unreferenced(self, self.references, where, self.cache.key)
-                    self._dead_texts = set(self.unreferenced.values())
+                    dead = deadcode.unreferenced(self, self.references, where, self.cache.key, self.tests)
+                    self.unreferenced = {d: why for d, (_kind, why) in dead.items()}
+                    self._dead_texts = {why: kind for kind, why in dead.values()}
                 if dropped or self.unreferenced:
                     self._walk()
                 return
@@ -1049,7 +1056,7 @@ class ProjectIndex:
         root_reason, guessed = self.roots.get(root, ("is a capture root", False))
         guess: bool | str = guessed
         uncaptured = self.why_uncaptured.get(dotted)
-        dead = uncaptured is not None and uncaptured in self._dead_texts
+        dead = self._dead_texts.get(uncaptured) if uncaptured is not None else None
 
         def show(d: str) -> str:
             mod, qual, _ = self.funcs[d]
@@ -1067,7 +1074,7 @@ class ProjectIndex:
                 reason = f"is reachable via {via} (`{show(root)}` {root_reason})"
         if uncaptured is not None:  # reached only through code engines run outside capture: a guess
             reason += f" ({uncaptured})"
-            guess = "unreferenced" if dead else True
+            guess = dead or True
         return Reach(reason, root, chain, guess)
 
     def context(self, path: str) -> FileContext | None:
