@@ -9,8 +9,17 @@ tree's own code uses the module, not the function; a module nothing in the tree 
 the project index walks them as code engines do not capture: their findings, and those reached only through
 them, are warnings that say why.
 
-A reference is any use the tree could reach the function by: in its own module any use of the name but the
-function's own recursion (a call, a callback, a dict entry, ``partial(f)``, ``@f``, ``__all__``); elsewhere an
+An application tree is different: one whose linted code captures its own graphs (``capture_site``: a ``with
+torch.cuda.graph`` body, ``capture_begin()``, ``make_graphed_callables`` in a linted file, not in harness code,
+a non-CUDA backend or a function or file named for benchmarking, profiling, tuning or timing). What it captures
+is its own step, which reaches what the linted code refers to; a launcher that only its tests, benchmarks or
+examples refer to (vLLM's ``pack_seq_triton``, which ``test_pack_unpack_triton.py`` calls while the engine
+imports its module for another name) is walked as uncaptured too, with a reason that names the referring file
+and the capture site. In a tree with no capture site of its own (a kernel library) the tests still count.
+
+A reference is any use the tree could reach the function by: in its own module any use of the name in the
+code (a call, a callback, a dict entry, ``partial(f)``, ``@f``, ``__all__``, a recursion; not a mention in a
+comment or a docstring); elsewhere an
 import of it from its module (``from m import f``, aliases, relative imports; a re-export in a package
 ``__init__`` is such an import), ``m.f`` through an import of ``m``, a star import of ``m``, any string equal to
 the name or ending in ``.f``/``:f`` (``getattr(x, "f")``, ``__all__``, a config list), and an attribute ``.f`` on
@@ -127,7 +136,7 @@ def unreferenced(index: Any, extra_files: Sequence[str], cache_dir: Path | None 
         return {}
     linted = list(index.names)
     extra = [p for p in extra_files if p not in index.names]
-    base = _common_folder(linted)
+    base = _common_folder([*linted, *extra])
     site = capture_site(index, base) if any(p in tests for p in extra) else None
     # in an application tree the tests are read last, each on its own: what they alone refer to is known
     test_paths = [p for p in extra if p in tests] if site is not None else []
@@ -166,7 +175,7 @@ def unreferenced(index: Any, extra_files: Sequence[str], cache_dir: Path | None 
 
 
 def _common_folder(paths: Sequence[str]) -> str:
-    """The folder the linted files share (the tree linted, or one below it)."""
+    """The folder the files of the tree share (the tree linted, or one below it)."""
     try:
         base = os.path.commonpath([os.path.abspath(p) for p in paths])
     except ValueError:  # different drives

@@ -198,3 +198,105 @@ def test_a_cached_run_reads_no_file_and_a_new_reference_is_seen(tmp_path, monkey
     (root / "tests").mkdir()
     (root / "tests" / "test_ops.py").write_text("from pkg.ops import fused_shift\n")
     assert severity() == "error"
+
+
+# --- application trees: a launcher only tests refer to ---------------------------------------------------------
+
+CAPTURE = """\
+    import torch
+
+    def capture_step(model, x):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            model(x)
+        return g
+"""
+TESTED = {"tests/test_ops.py": "from pkg.ops import fused_shift\n\ndef test_it():\n    fused_shift(1)\n"}
+TESTS_WHY = "only tests, benchmarks or examples refer to `fused_shift` (tests/test_ops.py) in this application tree"
+SITE = "(`with torch.cuda.graph(...)` at pkg/runner.py:5 in `capture_step`)"
+
+
+def app(tmp_path: Path, capture: str | None = CAPTURE, **files: str) -> Path:
+    """An application: ``pkg`` imports ``pkg.ops`` for ``used``, captures its own graphs in ``pkg/runner.py``
+    (unless ``capture`` is None) and its tests call ``fused_shift``."""
+    tree = {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/user.py": USER, **TESTED}
+    if capture is not None:
+        tree["pkg/runner.py"] = capture
+    return make(tmp_path, {**tree, **files})
+
+
+def test_in_an_application_a_launcher_only_tests_refer_to_is_a_warning_that_names_the_capture(tmp_path):
+    got = gc101(app(tmp_path))
+    severity, message, evidence = got["fused_shift"]
+    assert severity == "warning" and TESTS_WHY in message and SITE in message
+    assert message.endswith("code its captured step does not reach)")
+    assert evidence["reach"] == "tests-only"
+    assert got["_finish"][0] == "warning" and TESTS_WHY in got["_finish"][1]
+
+
+def test_a_tree_without_a_capture_site_is_a_library_whose_tests_count(tmp_path):
+    assert gc101(app(tmp_path, capture=None))["fused_shift"][0] == "error"
+
+
+LIBRARY_CAPTURES = {
+    # a capture that times a kernel (FlashInfer's autotuner, quack's bench_utils, aiter's *_tune.py)
+    "a profiling function": CAPTURE.replace("capture_step", "_profile_kernel"),
+    "an autotuner method": ("import torch\n\nclass AutoTuner:\n    def run(self, model, x):\n"
+                            "        g = torch.cuda.CUDAGraph()\n        with torch.cuda.graph(g):\n"
+                            "            model(x)\n"),
+    "a benchmark helper module": {"pkg/bench_utils.py": CAPTURE},
+    "a test function": CAPTURE.replace("capture_step", "test_graph"),
+    # excluded files do not make the tree an application
+    "a test file": {"tests/test_graph.py": CAPTURE},
+    "a non-CUDA backend": {"pkg/npu/graph.py": CAPTURE},
+}
+
+
+@pytest.mark.parametrize("case", sorted(LIBRARY_CAPTURES))
+def test_a_capture_that_is_not_the_applications_step_keeps_tests_as_references(tmp_path, case):
+    given = LIBRARY_CAPTURES[case]
+    root = app(tmp_path, capture=given) if isinstance(given, str) else app(tmp_path, capture=None, **given)
+    assert gc101(root)["fused_shift"][0] == "error", case
+
+
+APP_QUIET = {
+    "a linted file calls it": {"pkg/layer.py": "from pkg.ops import fused_shift\n\n"
+                                               "def f(x):\n    return fused_shift(x)\n"},
+    "exported from the package": {"pkg/__init__.py": "from .ops import fused_shift\n"},
+    "listed in __all__": {"pkg/ops.py": plus('\n__all__ = ["fused_shift", "used"]\n')},
+    "a non-CUDA backend refers to it": {"pkg/npu/impl.py": "from pkg.ops import fused_shift\n"},
+    "a test imports a module only tests import": {"pkg/user.py": "def run(x):\n    return x\n"},
+}
+
+
+@pytest.mark.parametrize("case", sorted(APP_QUIET))
+def test_in_an_application_a_launcher_linted_code_refers_to_stays_an_error(tmp_path, case):
+    assert gc101(app(tmp_path, **APP_QUIET[case]))["fused_shift"][0] == "error", case
+
+
+def test_a_mention_in_a_comment_or_docstring_of_its_module_is_no_reference(tmp_path):
+    # vLLM: `unpack_seq_triton`'s docstring names `pack_seq_triton`, which only tests call
+    ops = plus('\ndef other(x):\n    """the inverse of fused_shift"""\n    return x  # see fused_shift\n')
+    assert gc101(app(tmp_path, **{"pkg/ops.py": ops}))["fused_shift"][0] == "warning"
+    assert gc101(tree(tmp_path / "lib", **{"pkg__ops_py": ops}))["fused_shift"][0] == "warning"
+
+
+def test_the_cached_verdict_follows_the_capture_site(tmp_path, monkeypatch):
+    import dataclasses
+
+    from graphcheck.config import DEFAULT_HARNESS, Config
+    from graphcheck.lint.engine import lint_paths
+
+    monkeypatch.setenv("GRAPHCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    root = app(tmp_path / "t")
+    config = Config(root=root)
+
+    def severity(config: Config) -> str:
+        found = lint_paths([str(root)], config, jobs=1).findings
+        return next(f.severity.value for f in found if f.code == "GC101" and f.function == "fused_shift")
+
+    assert severity(config) == "warning"
+    assert severity(config) == "warning"  # from the cache
+    # the capture function named harness: no file changed, but the tree has no capture site of its own now
+    assert severity(dataclasses.replace(config, harness_functions=(*DEFAULT_HARNESS, "capture_step"))) == "error"
+    assert severity(config) == "warning"
