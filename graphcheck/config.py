@@ -94,6 +94,11 @@ UNCAPTURED_GROUPS: dict[str, tuple[str, ...]] = {
     # PyTorch reference implementations named for it, reached from a kernel wrapper (not `*_fallback`: engines
     # do run fallbacks under capture)
     "reference": ("*_torch", "*_naive", "naive_*"),
+    # model loading: engines load the weights (vLLM/SGLang `load_weights`, the parameters' `weight_loader`s,
+    # PyTorch's `load_state_dict`), post-process them (`process_weights_after_loading`: repacking, 2:4 compression,
+    # SGLang `post_load_weights`) and load the model (`ModelRunner.load_model`) once, before they capture
+    "load-time": ("load_weights", "load_weights_*", "*_load_weights", "*_load_weights_*", "*after_loading*",
+                  "*weight_loader*", "load_state_dict", "_load_from_state_dict", "load_model"),
 }
 DEFAULT_UNCAPTURED = tuple(glob for group in UNCAPTURED_GROUPS.values() for glob in group)
 

@@ -31,7 +31,8 @@ scope ([tool.graphcheck] keys; docs/guide/lint.md):
   eager-functions, harness-functions  code never captured: not checked (--all-functions checks it)
   uncaptured-functions                code engines run outside capture although a root reaches it
                                       (teardown, prefill and chunked paths, disaggregation KV
-                                      transfer, *_torch references): its errors are warnings that say why
+                                      transfer, *_torch references, model loading such as
+                                      process_weights_after_loading): its errors are warnings that say why
   capture-guards, debug-flags         branches that do not run under capture
   default-exclude, vendor-exclude     paths not linted below a directory
 

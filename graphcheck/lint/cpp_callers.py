@@ -17,6 +17,12 @@ package wraps its ops one by one, and not this one): its function's errors are w
 A reference from another function counts only if that function is itself referenced
 (followed a few levels, then assumed live); a reference at file scope or inside a
 macro-named block (``PYBIND11_MODULE``, ``TORCH_LIBRARY``) is a binding, so live.
+A Python attribute of another library's module (``torch.matmul``, ``F.softmax``, by the file's imports) and a
+documentation string (a docstring that says "fill in") do not name the tree's C++ function.
+A function every reference to which sits in a standalone program's entry ``int main(...)``, or in functions only
+such ``main``s call (followed a few levels), with no binding and no Python use on the way, runs in that program
+(a benchmark, a tutorial), not under an engine's capture: its errors are warnings that name the ``main``s, unless
+a file on the way uses the graph API or checks for capture (the program may capture what it calls).
 
 The work is linear in the size of the tree: the functions in question are the few that
 hold error findings (and, a few levels up, their callers); every file is read once and
@@ -51,6 +57,8 @@ _LIVE = "<live>"
 _TIMING = "<timing>"  # first element of a verdict: the function is kernel-timing code or only such code calls it
 _BUILD = "<constructor>"  # first element of a verdict: only class constructors call the function
 _HARNESS = "<harness>"  # first element of a verdict: bound as an op only test/benchmark files name
+_PROGRAM = "<program>"  # first element of a verdict: only a standalone program's `main` calls the function
+_SITE = "@"  # a verdict element that is a `main` (`path:line`), not a caller
 _HARNESS_DIRS = frozenset({"test", "tests", "testing", "bench", "benchmark", "benchmarks"})
 _HARNESS_FILE = re.compile(r"^(?:test_.*|.*_test|bench_.*|benchmark_.*)\.py$")
 # words of a C++ function name that say it times or profiles kernels (`timing_loop_flush_cache_impl`)
@@ -58,13 +66,20 @@ _TIMING_WORDS = frozenset({"timing", "timer", "profile", "profiling", "profiler"
                            "bench"})
 _OP = "op:"  # a referrer that is an op name a binding gives; Python code names it
 _PY = "py:"  # a referrer that is a private Python function; its own callers make it live
-# words before `name(` that make it a call, not a declaration
+# words before `name(` that make it a call, not a declaration (`T::template f<U>(`: a dependent call)
 _CALL_WORDS = frozenset({"return", "else", "co_return", "co_yield", "co_await", "throw", "case", "do", "and", "or",
                          "not", "new", "delete", "sizeof", "decltype", "typeid", "noexcept", "if", "while", "for",
-                         "switch"})
+                         "switch", "template"})
 _MAX_FILE = 8 * 1024 * 1024
 # `m.def("op", ...` / `.impl("ns::op", ...`: a binding call that names its op (group 1: its `(`, group 2: the op)
 _DEF_CALL = re.compile(r'\.(?:def|impl)\s*(\()\s*"\s*(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)')
+# modules of other libraries: `torch.matmul`, `np.fill`, `F.softmax` name their function, not the tree's C++
+# (`torch.ops.<ns>.f` and `torch.classes` do name the tree's ops: not listed)
+_FOREIGN_MODULES = frozenset({
+    "torch", "torch.nn", "torch.nn.functional", "torch.Tensor", "torch.linalg", "torch.special", "torch.fft",
+    "torch.cuda", "torch.ops.aten", "numpy", "numpy.linalg", "numpy.random", "math", "cmath", "operator",
+    "jax.numpy", "jax.lax", "triton.language", "scipy", "einops",
+})
 
 
 def _is_macro_name(name: str) -> bool:
@@ -88,6 +103,30 @@ class _CppFile:
         # name -> {referring function: whether every reference it makes sits in a class constructor}
         self.built: dict[str, dict[str, bool]] = {}
         self._ctor_of: dict[int, bool] = {}  # region start -> whether the region is a constructor
+        # name -> {(line, entry)}: the functions named `main` that reference it, each with its line and whether
+        # it is a program's entry (`int main(`)
+        self.mains: dict[str, set[tuple[int, bool]]] = {}
+        self._entries: set[int] | None = None  # where `main` is written in each `int main(` head
+        self._captures: bool | None = None
+
+    @property
+    def captures(self) -> bool:
+        """Whether the file uses the graph API or checks for capture (``cpp_capture``'s words): a program
+        that does may capture what it calls."""
+        if self._captures is None:
+            from graphcheck.lint.cpp_capture import _GRAPH
+
+            self._captures = _GRAPH.search(self.text) is not None
+        return self._captures
+
+    def _main_site(self, region: Region) -> tuple[int, bool]:
+        """(line, whether it is a program's entry ``int main(...)``) of a function named ``main``."""
+        from graphcheck.lint.cpp_rules import _MAIN
+
+        if self._entries is None:
+            self._entries = {m.start() + m.group().index("main") for m in _MAIN.finditer(self.text)}
+        at = self._head_of(region, "main")
+        return self.loc.line_col(max(at, 0))[0], at in self._entries
 
     def _brackets(self) -> tuple[dict[int, int], list[int]]:
         from graphcheck.lint import cpp_rules
@@ -134,6 +173,8 @@ class _CppFile:
                 out.add(_OP + op if op else _LIVE)
             else:
                 out.add(region.name)
+                if region.name == "main":
+                    self.mains.setdefault(name, set()).add(self._main_site(region))
                 timed = self.timed.setdefault(name, {})
                 timed[region.name] = timed.get(region.name, True) and self._in_timing_branch(p, region.start)
                 built = self.built.setdefault(name, {})
@@ -221,6 +262,42 @@ class _CppFile:
         return False
 
 
+def python_skips(tree: ast.Module) -> tuple[set[int], dict[str, str]]:
+    """What in a Python file never refers to the tree's C++: the ids of its documentation strings (a string
+    that is a statement of its own, such as a docstring: prose that may say "fill in"), and the modules its
+    imports bind (``np`` -> ``numpy``, ``F`` -> ``torch.nn.functional``), for ``foreign``."""
+    docs: set[int] = set()
+    modules: dict[str, str] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str):
+            docs.add(id(n.value))
+        elif isinstance(n, ast.Import):
+            for a in n.names:
+                if a.asname:
+                    modules[a.asname] = a.name
+                else:
+                    top = a.name.partition(".")[0]
+                    modules[top] = top
+        elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            for a in n.names:
+                modules[a.asname or a.name] = f"{n.module}.{a.name}"
+    return docs, modules
+
+
+def foreign(node: ast.Attribute, modules: dict[str, str]) -> bool:
+    """Whether ``node`` is a function of another library's module (``torch.matmul``, ``F.softmax``,
+    ``np.fill``), by what the file's imports bind (``modules``, from ``python_skips``): it does not name the
+    tree's C++ function of the same name. ``torch.ops.<ns>.f`` is not foreign."""
+    parts: list[str] = []
+    v = node.value
+    while isinstance(v, ast.Attribute):
+        parts.append(v.attr)
+        v = v.value
+    if not isinstance(v, ast.Name) or v.id not in modules:
+        return False
+    return ".".join([modules[v.id], *reversed(parts)]) in _FOREIGN_MODULES
+
+
 class LintedSources:
     """The bytes of the linted files, read once per run and shared by the passes that search them
     (``demote_uncalled`` and ``cpp_ops.demote_cold_ops``), with each C++ file read as C++ and each Python file
@@ -232,6 +309,7 @@ class LintedSources:
         self._at: dict[str, int] | None = None
         self.cpp: dict[int, _CppFile | None] = {}
         self.py_trees: dict[int, ast.Module | None] = {}
+        self.py_skips: dict[int, tuple[set[int], dict[str, str]]] = {}  # see ``python_skips``
 
     def data(self) -> list[bytes]:
         """Each file's bytes (at most ``_MAX_FILE`` of them; ``b""`` for one that cannot be read)."""
@@ -271,7 +349,11 @@ class CallerIndex:
         self._referrers: dict[str, set[str]] = {}
         self._timed: dict[str, dict[str, bool]] = {}  # name -> {caller: every reference in a timing branch}
         self._built: dict[str, dict[str, bool]] = {}  # name -> {caller: every reference in a constructor}
+        self._mains: dict[str, list[tuple[str, int, bool]]] = {}  # name -> [(path, line, entry)] of `main`s naming it
+        self._captured: dict[str, set[str]] = {}  # name -> callers that reference it in a file that captures
+        self._top: str | None = None  # the linted files' common folder
         self._py_trees = sources.py_trees
+        self._py_skips = sources.py_skips
         self._harness: set[int] | None = None  # Python files that are tests or benchmarks, by their path
         # op -> (the test/benchmark files that name it, an op of the same binding file other Python names)
         self.harness_only: dict[str, tuple[list[str], str]] = {}
@@ -324,7 +406,12 @@ class CallerIndex:
                 if cpp is None:
                     out.add(_LIVE)
                     break
-                out |= cpp.referrers(name)
+                found = cpp.referrers(name)
+                out |= found
+                for line, entry in cpp.mains.get(name, ()):
+                    self._mains.setdefault(name, []).append((self.files[i][0], line, entry))
+                if cpp.captures:
+                    self._captured.setdefault(name, set()).update(found)
                 timed = self._timed.setdefault(name, {})
                 for caller, all_timed in cpp.timed.get(name, {}).items():
                     timed[caller] = timed.get(caller, True) and all_timed
@@ -336,14 +423,16 @@ class CallerIndex:
             self._referrers[name] = out
         return self._referrers[name]
 
+    def shown_path(self, path: str) -> str:
+        """``path`` relative to the linted files' common folder."""
+        if self._top is None:
+            self._top = _top(self.files)
+        return os.path.relpath(path, self._top) if self._top else path
+
     def _is_harness(self, i: int) -> bool:
         """Python file ``i`` is a test or a benchmark by its path below the linted tree's common folder."""
         if self._harness is None:
-            paths = [path for path, language in self.files if language == "python"]
-            try:
-                top = os.path.commonpath(paths) if len(paths) > 1 else os.path.dirname(paths[0]) if paths else ""
-            except ValueError:
-                top = ""
+            top = _top(self.files, "python")
             self._harness = set()
             for j, (path, language) in enumerate(self.files):
                 if language != "python":
@@ -384,6 +473,12 @@ class CallerIndex:
                 self._py_trees[i] = None
         return self._py_trees[i]
 
+    def _py_skip(self, i: int, tree: ast.Module) -> tuple[set[int], dict[str, str]]:
+        """``python_skips`` of Python file ``i`` (parsed as ``tree``), once per run."""
+        if i not in self._py_skips:
+            self._py_skips[i] = python_skips(tree)
+        return self._py_skips[i]
+
     def _python_referrers(self, i: int, name: str, own: bool = False) -> set[str]:
         """Who references ``name`` in Python file ``i``: the enclosing function (``py:f``) when it is a
         private module-level function (a leading ``_``, or in a private module such as ``_custom_ops.py``)
@@ -395,6 +490,7 @@ class CallerIndex:
             return {_LIVE}
         private_module = any(part.startswith("_") and not part.startswith("__")
                              for part in Path(self.files[i][0]).parts[-3:])
+        docs, modules = self._py_skip(i, tree)
         out: set[str] = set()
 
         def visit(node: ast.AST, fn: ast.AST | None, in_class: bool) -> None:
@@ -406,8 +502,9 @@ class CallerIndex:
                     visit(child, fn, True)
                     continue
                 hit = ((isinstance(child, ast.Name) and child.id == name)
-                       or (isinstance(child, ast.Attribute) and child.attr == name)
-                       or (isinstance(child, ast.Constant) and isinstance(child.value, str) and name in child.value))
+                       or (isinstance(child, ast.Attribute) and child.attr == name and not foreign(child, modules))
+                       or (isinstance(child, ast.Constant) and isinstance(child.value, str) and name in child.value
+                           and id(child) not in docs))
                 if hit:
                     if isinstance(child, ast.Constant) or fn is None or in_class:
                         out.add(_LIVE)
@@ -456,6 +553,39 @@ class CallerIndex:
         built = self._built
         return self._only_callers(name, lambda callee, caller: bool(built.get(callee, {}).get(caller)))
 
+    def program_only(self, name: str, depth: int | None = None,
+                     visiting: frozenset[str] = frozenset()) -> tuple[list[str], list[str]] | None:
+        """(the C++ callers followed, the ``main`` sites as ``path:line``) when every reference to ``name`` sits
+        in a standalone program's entry ``int main(...)``, or in a function only such ``main``s call (followed
+        ``follow`` levels), and no file holding one of these references uses the graph API or checks for
+        capture; None when anything else refers to it (a binding, a Python use, a live caller) or nothing does.
+        """
+        if depth is None:
+            depth = self.follow
+        refs = self.referrers(name)
+        if _LIVE in refs:
+            return None
+        callers = sorted(refs - visiting - {name})
+        if not callers:
+            return None
+        followed: list[str] = []
+        sites: list[str] = []
+        for caller in callers:
+            if caller.startswith((_OP, _PY)) or caller in self._captured.get(name, ()):
+                return None
+            if caller == "main":
+                mains = self._mains.get(name, [])
+                if not mains or not all(entry for _, _, entry in mains):
+                    return None  # a `main` that is not a program's entry (a method): whoever calls it decides
+                sites += [f"{self.shown_path(path)}:{line}" for path, line, _ in sorted(mains)]
+                continue
+            below = None if depth <= 0 else self.program_only(caller, depth - 1, visiting | {name})
+            if below is None:
+                return None
+            followed += [caller, *below[0]]
+            sites += below[1]
+        return list(dict.fromkeys(followed)), list(dict.fromkeys(sites))
+
     def _only_callers(self, name: str, in_role: Callable[[str, str], bool], depth: int | None = None,
                       visiting: frozenset[str] = frozenset()) -> list[str] | None:
         """The C++ callers of ``name`` when each one calls it in the role ``in_role(callee, caller)`` says, or
@@ -477,6 +607,15 @@ class CallerIndex:
             if depth <= 0 or self._only_callers(caller, in_role, depth - 1, visiting | {name}) is None:
                 return None
         return callers
+
+
+def _top(files: Sequence[tuple[str, str]], language: str | None = None) -> str:
+    """The common folder of ``files`` (of ``language`` only, if given); ``""`` if none."""
+    paths = [path for path, lang in files if language is None or lang == language]
+    try:
+        return os.path.commonpath(paths) if len(paths) > 1 else os.path.dirname(paths[0]) if paths else ""
+    except ValueError:
+        return ""
 
 
 def timing_function(name: str) -> bool:
@@ -535,7 +674,24 @@ def _save(cache_dir: Path | None, key: str, verdicts: dict[str, list[str] | None
         pass
 
 
-def _demoted(f: Finding, callers: list[str]) -> Finding:
+def _nearest_first(sites: list[str], where: str) -> list[str]:
+    """``sites`` (``path:line`` below the tree's common folder) with those whose folder shares the most leading
+    folders with ``where`` (the finding's file, below the same folder) first: the program that includes it."""
+    here = Path(where).parent.parts
+
+    def shared(site: str) -> int:
+        n = 0
+        for a, b in zip(Path(site.rpartition(":")[0]).parent.parts, here):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    return sorted(sites, key=lambda site: (-shared(site), site))
+
+
+def _demoted(f: Finding, callers: list[str], where: str = "") -> Finding:
+    """``f`` made a warning for the verdict ``callers``; ``where`` is its file below the tree's common folder."""
     name = f.function
     if callers and callers[0] == _TIMING:
         timers = callers[1:]
@@ -564,6 +720,18 @@ def _demoted(f: Finding, callers: list[str]) -> Finding:
         return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
                                    evidence={**f.evidence, "callers": builders, "caller_check": "constructor",
                                              "path": "constructor"})
+    if callers and callers[0] == _PROGRAM:
+        through = [c for c in callers[1:] if not c.startswith(_SITE)]
+        sites = _nearest_first([c[len(_SITE):] for c in callers[1:] if c.startswith(_SITE)], where)
+        shown = ", ".join(sites[:3]) + (f", and {len(sites) - 3} more" if len(sites) > 3 else "")
+        via = (" through " + ", ".join(f"`{c}`" for c in through[:3]) + (", ..." if len(through) > 3 else "")
+               if through else "")
+        why = (f"`{name}` is only called from the `main` of a standalone program ({shown}){via}, which captures no "
+               "CUDA graph, and no binding or Python use in the tree reaches it: it runs in that program, not under "
+               "an engine's capture")
+        return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
+                                   evidence={**f.evidence, "callers": through or ["main"], "mains": sites,
+                                             "caller_check": "standalone program"})
     if callers:
         why = (f"no caller was found in the linted tree: `{name}` is only called from "
                + ", ".join(f"`{_shown(c)}`" for c in callers[:3]) + (", ..." if len(callers) > 3 else "")
@@ -590,6 +758,12 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
         index = CallerIndex(files, sources)
         verdicts = {}
         for name in names:
+            # a program's `main` is called by nothing: say it is a program's before saying "no caller", and before
+            # the timing check (a benchmark program's `run_benchmark` is its harness)
+            program = None if timing_function(name) else index.program_only(name)
+            if program is not None:
+                verdicts[name] = [_PROGRAM, *program[0], *(_SITE + s for s in program[1])]
+                continue
             verdict = [_TIMING] if timing_function(name) else index.uncalled(name)
             ops = [c[len(_OP):] for c in verdict or () if c.startswith(_OP) and c[len(_OP):] in index.harness_only]
             if verdict and len(ops) == len(verdict):  # reached only through ops only tests/benchmarks name
@@ -604,11 +778,13 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
             verdicts[name] = verdict
         _save(cache_dir, key, verdicts)
     out: dict[str, list[Finding]] = {}
+    top = _top(files)
     for path, found in raw.items():
         if path not in cpp_paths:
             out[path] = found
             continue
-        out[path] = [_demoted(f, verdicts[f.function])  # type: ignore[arg-type]
+        where = os.path.relpath(path, top) if top else path
+        out[path] = [_demoted(f, verdicts[f.function], where)  # type: ignore[arg-type]
                      if f.severity is Severity.ERROR and f.function in verdicts
                      and verdicts[f.function] is not None and not f.code.startswith("GC0") else f
                      for f in found]

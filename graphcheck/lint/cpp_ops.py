@@ -5,7 +5,11 @@ A PyTorch extension binds C++ functions as ops (``m.def("op", &f)`` or a lambda 
 counts any Python use of the op as live. This pass, run after it on the C++ errors left, asks the project
 index about each Python function that uses the op: the use is live when the function is capture-reachable
 (``graphcheck.lint.project``: reached from a capture root, or opening a capture region) and its name does
-not say it is load-time or setup code (``load_gguf_tensor``, ``init_weights``; the C++ rules' setup words).
+not say it is load-time or setup code (``load_gguf_tensor``, ``init_weights``; the C++ rules' setup words), nor
+does ``uncaptured-functions`` name it by its load-time group (``process_weights_after_loading``,
+``load_weights``, a ``weight_loader``) or by a project's own glob: engines load and post-process model weights
+once, before they capture. When every such use is load-time code, the message says the op is only called at
+load time.
 A use at module or class level, in a string (a JIT source template) or in a file the index did not
 summarize keeps the op live. When every in-tree Python use of every op that reaches a C++ function is off
 capture, the function's errors become warnings naming those callers (GGUF dequantization ops called only by
@@ -21,9 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from graphcheck.config import UNCAPTURED_GROUPS
 from graphcheck.findings import Finding, Severity
-from graphcheck.lint.cpp_callers import _LIVE, _OP, _PY, CallerIndex, LintedSources
+from graphcheck.lint.cpp_callers import _LIVE, _OP, _PY, CallerIndex, LintedSources, foreign
 from graphcheck.lint.cpp_rules import is_setup_function
+from graphcheck.lint.project import _uncaptured_why
 
 if TYPE_CHECKING:
     from graphcheck.lint.project import ProjectIndex
@@ -31,6 +37,11 @@ if TYPE_CHECKING:
 _COLD = "cold:"  # a referrer that is a Python function off capture: `cold:<dotted>|<shown>|<why>`
 _PUB = "pub:"  # a public Python function no capture reaches: its in-tree callers decide; none: public API
 _FOLLOW = 8  # levels of callers followed (op, wrapper, dispatch table, loader, ...)
+# `uncaptured-functions` globs that make a Python use of an op cold: the load-time group, and a project's own
+# globs (in no default group); teardown, prefill and the other groups leave it to the reach check
+_LOAD_TIME = frozenset(UNCAPTURED_GROUPS["load-time"])
+_GROUPED = frozenset(glob for globs in UNCAPTURED_GROUPS.values() for glob in globs)
+_LOAD_MARK = "\0"  # leads the reason of a cold use in load-time code
 
 
 class _ReachIndex(CallerIndex):
@@ -64,6 +75,7 @@ class _ReachIndex(CallerIndex):
         shadowed = not own and any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                                    and s.name == name for s in tree.body)
         private_module = any(part.startswith("_") and not part.startswith("__") for part in Path(path).parts[-3:])
+        docs, modules = self._py_skip(i, tree)
         out: set[str] = set()
         shown = Path(path).name
         # module-level statements: `op(...)` called outside any `with` block runs once, at import;
@@ -90,8 +102,9 @@ class _ReachIndex(CallerIndex):
                     visit(child, qual, prefix + child.name + ".")
                     continue
                 hit = ((isinstance(child, ast.Name) and child.id == name and not shadowed)
-                       or (isinstance(child, ast.Attribute) and child.attr == name)
-                       or (isinstance(child, ast.Constant) and isinstance(child.value, str) and name in child.value))
+                       or (isinstance(child, ast.Attribute) and child.attr == name and not foreign(child, modules))
+                       or (isinstance(child, ast.Constant) and isinstance(child.value, str) and name in child.value
+                           and id(child) not in docs))
                 if hit:
                     if qual is None and id(child) in imported:
                         out.add(f"{_COLD}{module}.<module>|{shown}: module level|module-level code, run at import")
@@ -116,6 +129,9 @@ class _ReachIndex(CallerIndex):
         fname = qual.rpartition(".")[2]
         if is_setup_function(fname):
             return cold + "its name says load-time or setup code"
+        hit = project.uncaptured.match(qual, project.by_module.get(module))
+        if hit is not None and (hit[1] in _LOAD_TIME or hit[1] not in _GROUPED):
+            return cold + _LOAD_MARK * (hit[1] in _LOAD_TIME) + _uncaptured_why(*hit)
         rec = project.funcs.get(dotted)
         if rec is not None and (rec[2].get("opens_capture") or dotted in project.parent):
             return _LIVE
@@ -139,7 +155,7 @@ class _ReachIndex(CallerIndex):
 
 def _shown(entry: str) -> str:
     _dotted, shown, why = entry.split("|", 2)
-    return f"`{shown}` ({why})"
+    return f"`{shown}` ({why.lstrip(_LOAD_MARK)})"
 
 
 def demote_cold_ops(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
@@ -189,9 +205,15 @@ def _closure(index: _ReachIndex, name: str, depth: int = _FOLLOW) -> set[str]:
 def _demoted(f: Finding, cold: list[str]) -> Finding:
     cold = list({_shown(c): c for c in cold}.values())  # the same function in copies of a file: once
     shown = ", ".join(_shown(c) for c in cold[:3]) + (f", and {len(cold) - 3} more" if len(cold) > 3 else "")
-    why = (f"every in-tree Python caller of `{f.function}` (through the op bound to it) runs off capture: "
-           f"{shown}")
+    load_time = all(c.split("|", 2)[2].startswith(_LOAD_MARK) for c in cold)
+    if load_time:
+        why = (f"`{f.function}` is only called at load time: every in-tree Python caller of it (through the op "
+               f"bound to it) loads or processes model weights, once, before engines capture: {shown}")
+    else:
+        why = (f"every in-tree Python caller of `{f.function}` (through the op bound to it) runs off capture: "
+               f"{shown}")
     return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
-                               evidence={**f.evidence, "caller_check": "python callers off capture",
+                               evidence={**f.evidence,
+                                         "caller_check": "load time" if load_time else "python callers off capture",
                                          "python_callers": [c.split("|", 2)[1] for c in cold]})
 

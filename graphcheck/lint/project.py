@@ -205,6 +205,8 @@ def _uncaptured_why(name: str, glob: str) -> str:
         text = f"`{name}` is KV transfer for prefill/decode disaggregation, outside the model forward"
     elif group == "reference":
         text = f"`{name}` looks like a reference implementation, not the kernel path engines capture"
+    elif group == "load-time":
+        text = f"`{name}` is load-time code: engines load and process model weights once, before they capture"
     else:
         text = f"`{name}` is configured as code engines do not capture"
     return f"{text}; uncaptured-functions `{glob}`"

@@ -1,6 +1,6 @@
 """Code that engines run outside capture although a capture root reaches it (``uncaptured-functions``):
 teardown methods, prefill and chunked paths, prefill/decode-disaggregation KV transfer, PyTorch reference
-implementations. Their findings stay, as warnings whose message says why; a look-alike
+implementations, model loading. Their findings stay, as warnings whose message says why; a look-alike
 outside each pattern stays an error."""
 
 from __future__ import annotations
@@ -203,6 +203,36 @@ def test_reference_implementations(tmp_path):
     assert got["paged_logits_torch"][0] == "warning"
     assert "`paged_logits_torch` looks like a reference implementation" in got["paged_logits_torch"][1]
     assert got["paged_logits_triton"][0] == "error"
+
+
+def test_model_loading_is_load_time(tmp_path):
+    found = lint(tmp_path, {"layer.py": """\
+
+        class Scheme:
+            def process_weights_after_loading(self, w, scale):
+                kern[(1,)](w, 4)
+                return float(scale.item())
+
+            def weight_loader(self, param, loaded, shard):
+                kern[(1,)](param, 4)
+                return int(shard.item())
+
+            def load_weights(self, weights, count):
+                kern[(1,)](weights, 4)
+                return int(count.item())
+
+            def load_kv_scales(self, w, scale):
+                kern[(1,)](w, 4)
+                return float(scale.item())
+    """})
+    got = by_function(found, "GC101")
+    assert got["Scheme.process_weights_after_loading"][0] == "warning"
+    assert ("`process_weights_after_loading` is load-time code: engines load and process model weights once, "
+            "before they capture; uncaptured-functions `*after_loading*`") in \
+        got["Scheme.process_weights_after_loading"][1]
+    assert got["Scheme.weight_loader"][0] == "warning"
+    assert got["Scheme.load_weights"][0] == "warning"
+    assert got["Scheme.load_kv_scales"][0] == "error"  # not a load-time name: `load_*` alone is too broad
 
 
 def test_a_capture_site_or_entry_point_is_captured_whatever_its_name(tmp_path):
