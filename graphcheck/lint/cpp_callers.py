@@ -17,6 +17,10 @@ package wraps its ops one by one, and not this one): its function's errors are w
 A reference from another function counts only if that function is itself referenced
 (followed a few levels, then assumed live); a reference at file scope or inside a
 macro-named block (``PYBIND11_MODULE``, ``TORCH_LIBRARY``) is a binding, so live.
+A reference inside a static member function defined in ``struct X { ... }`` counts as a reference by ``X``:
+the function is called as ``X::f(...)`` or through a template parameter bound to ``X`` (traits dispatch,
+``Dispatch::template invoke<G>(...)``), so whoever names ``X`` calls it; its own name is often one that other
+classes share (``invoke``). A ``struct X {``/``class X;`` head is not a use of ``X``.
 A Python attribute of another library's module (``torch.matmul``, ``F.softmax``, by the file's imports) and a
 documentation string (a docstring that says "fill in") do not name the tree's C++ function.
 A function every reference to which sits in a standalone program's entry ``int main(...)``, or in functions only
@@ -36,6 +40,7 @@ known and nothing is changed.
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import hashlib
 import json
@@ -73,6 +78,8 @@ _CALL_WORDS = frozenset({"return", "else", "co_return", "co_yield", "co_await", 
 _MAX_FILE = 8 * 1024 * 1024
 # `m.def("op", ...` / `.impl("ns::op", ...`: a binding call that names its op (group 1: its `(`, group 2: the op)
 _DEF_CALL = re.compile(r'\.(?:def|impl)\s*(\()\s*"\s*(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)')
+# a class (or struct, union, enum) name being defined or declared: `struct X {`, `class X;`, `friend class X;`
+_CLASS_HEAD = re.compile(r"\b(?:class|struct|union|enum)\s+(?:[A-Za-z_]\w*\s+)?\Z")
 # modules of other libraries: `torch.matmul`, `np.fill`, `F.softmax` name their function, not the tree's C++
 # (`torch.ops.<ns>.f` and `torch.classes` do name the tree's ops: not listed)
 _FOREIGN_MODULES = frozenset({
@@ -108,6 +115,7 @@ class _CppFile:
         self.mains: dict[str, set[tuple[int, bool]]] = {}
         self._entries: set[int] | None = None  # where `main` is written in each `int main(` head
         self._captures: bool | None = None
+        self._static_of: dict[int, str | None] = {}  # region start -> its class, for a static member function
 
     @property
     def captures(self) -> bool:
@@ -163,8 +171,8 @@ class _CppFile:
             region = self.loc.region(p)
             if region is not None and region.name == name:
                 continue  # recursion, or an overload delegating to another
-            if self._declares(p, m.end()):
-                continue
+            if self._declares(p, m.end()) or _CLASS_HEAD.search(text, max(0, p - 64), p):
+                continue  # `void f(`, `struct X {`, `class X;`: a definition or declaration, not a use
             if region is not None and region.name and _is_macro_name(region.name):
                 op = self._bound_op(p)  # `m.impl("op", &f)` in TORCH_LIBRARY: live as Python uses "op"
                 out.add(_OP + op if op else _LIVE)
@@ -172,14 +180,47 @@ class _CppFile:
                 op = self._enclosing_def(p) if region is not None else None  # a lambda given to `m.def("op", ...)`
                 out.add(_OP + op if op else _LIVE)
             else:
-                out.add(region.name)
-                if region.name == "main":
+                caller = self._static_class(region) or region.name
+                if caller == name:
+                    continue  # a static member function of `name` itself
+                out.add(caller)
+                if caller == "main":
                     self.mains.setdefault(name, set()).add(self._main_site(region))
                 timed = self.timed.setdefault(name, {})
-                timed[region.name] = timed.get(region.name, True) and self._in_timing_branch(p, region.start)
+                timed[caller] = timed.get(caller, True) and self._in_timing_branch(p, region.start)
                 built = self.built.setdefault(name, {})
-                built[region.name] = built.get(region.name, True) and self._in_constructor(region)
+                built[caller] = built.get(caller, True) and self._in_constructor(region)
         return out
+
+    def _static_class(self, region: Region) -> str | None:
+        """``X`` when ``region`` is a static member function defined in the body of ``struct X``/``class X``: it is
+        called as ``X::f(...)`` or through a template parameter bound to ``X`` (traits dispatch,
+        ``Dispatch::template invoke<G>(...)`` with ``Dispatch = X``), so whoever names ``X`` calls it, and its
+        name (often a generic ``invoke`` or ``run`` other classes share) says nothing. Else None."""
+        if region.start in self._static_of:
+            return self._static_of[region.start]
+        found = None
+        text = self.text
+        head = text[max(0, region.start - 2000) : region.start]
+        cut = max(head.rfind(";"), head.rfind("}"), head.rfind("{"))
+        name_at = head.rfind(region.name or "\0")
+        if region.name and re.search(r"\bstatic\b", head[cut + 1 : name_at if name_at > cut else None]):
+            pairs, opens = self._brackets()
+            idx = bisect.bisect_left(opens, region.start) - 1
+            stop = idx - 4096  # bounded, as cpp_rules.constructor_class is
+            while idx >= 0 and idx > stop and pairs.get(opens[idx], -1) < region.start:
+                idx -= 1
+            if idx >= 0 and idx > stop:
+                k = opens[idx]
+                outer = text[max(0, k - 400) : k]
+                outer = outer[max(outer.rfind(";"), outer.rfind("}"), outer.rfind("{")) + 1 :]
+                m = re.search(r"\b(?:class|struct)\b([^:{;<]*)", outer)
+                if m is not None:
+                    words = [w for w in re.findall(r"[A-Za-z_]\w*", re.sub(r"\([^()]*\)", " ", m.group(1)))
+                             if w not in ("final", "alignas")]
+                    found = words[-1] if words else None
+        self._static_of[region.start] = found
+        return found
 
     def _bound_op(self, at: int) -> str | None:
         """The op name a binding statement around ``at`` gives (``ops.impl("name", kCUDA, &f)``), or None."""

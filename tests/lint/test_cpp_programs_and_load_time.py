@@ -294,3 +294,70 @@ def test_load_time_names_follow_the_configured_list(tmp_path):
     found = lint_paths([tmp_path], discover(tmp_path), jobs=1, use_cache=False).findings
     found = [f for f in found if f.function == "sparse_compress" and f.path.endswith(".cu")]
     assert found and all(f.severity.value == "error" for f in found)
+
+
+# vLLM's sparse_scaled_mm_c3x.cu: the compressor and the GEMM share dispatch functions, and each reaches its own
+# kernel through a traits struct's static `invoke` (a name both structs use)
+TRAITS = """\
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+
+__global__ void compress_kernel(float* a, int n) {}
+__global__ void gemm_kernel(float* a, int n) {}
+
+template <typename Config>
+void compress_impl(float* a, int n, cudaStream_t stream) {
+    compress_kernel<<<1, 32, 0, stream>>>(a, n);
+    cudaDeviceSynchronize();
+}
+
+template <typename Config>
+void gemm_impl(float* a, int n, cudaStream_t stream) {
+    gemm_kernel<<<1, 32, 0, stream>>>(a, n);
+}
+
+struct GemmTraits {
+    template <typename Config, typename... Args>
+    static void invoke(Args&&... args) { gemm_impl<Config>(std::forward<Args>(args)...); }
+};
+
+struct CompressTraits {
+    template <typename Config, typename... Args>
+    static void invoke(Args&&... args) { compress_impl<Config>(std::forward<Args>(args)...); }
+};
+
+template <typename Dispatch, typename... Args>
+void dispatch(int m, Args&&... args) {
+    if (m < 64) {
+        return Dispatch::template invoke<int>(std::forward<Args>(args)...);
+    }
+    return Dispatch::template invoke<float>(std::forward<Args>(args)...);
+}
+
+std::vector<torch::Tensor> sparse_compress(torch::Tensor const& a) {
+    dispatch<CompressTraits>(1, a.data_ptr<float>(), (int)a.numel(), at::cuda::getCurrentCUDAStream());
+    return {a, a};
+}
+
+torch::Tensor sparse_mm(torch::Tensor const& a, torch::Tensor const& b) {
+    dispatch<GemmTraits>(a.size(0), a.data_ptr<float>(), (int)a.numel(), at::cuda::getCurrentCUDAStream());
+    return a;
+}
+"""
+
+
+def test_a_static_member_function_is_called_by_whoever_names_its_class(tmp_path):
+    load_time_tree(tmp_path)
+    (tmp_path / "csrc/sparse/compressor.cu").unlink()
+    write(tmp_path, "csrc/sparse/sparse_mm.cu", TRAITS)
+    found = cpp_errors(tmp_path, "compress_impl")
+    assert found and all(sev == "warning" for sev, _, _ in found)
+    assert "`compress_impl` is only called at load time" in found[0][1]
+
+
+def test_a_traits_struct_a_live_op_names_keeps_the_error(tmp_path):
+    load_time_tree(tmp_path)
+    (tmp_path / "csrc/sparse/compressor.cu").unlink()
+    write(tmp_path, "csrc/sparse/sparse_mm.cu", TRAITS.replace("dispatch<GemmTraits>", "dispatch<CompressTraits>"))
+    found = cpp_errors(tmp_path, "compress_impl")
+    assert found and all(sev == "error" for sev, _, _ in found)
