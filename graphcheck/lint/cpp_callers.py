@@ -453,6 +453,8 @@ class CallerIndex:
                     self._mains.setdefault(name, []).append((self.files[i][0], line, entry))
                 if cpp.captures:
                     self._captured.setdefault(name, set()).update(found)
+                    if any(r.name == name for r in cpp.regions):
+                        self._captured[name].add(name)  # defined in a file that captures: it may capture itself
                 timed = self._timed.setdefault(name, {})
                 for caller, all_timed in cpp.timed.get(name, {}).items():
                     timed[caller] = timed.get(caller, True) and all_timed
@@ -598,13 +600,13 @@ class CallerIndex:
                      visiting: frozenset[str] = frozenset()) -> tuple[list[str], list[str]] | None:
         """(the C++ callers followed, the ``main`` sites as ``path:line``) when every reference to ``name`` sits
         in a standalone program's entry ``int main(...)``, or in a function only such ``main``s call (followed
-        ``follow`` levels), and no file holding one of these references uses the graph API or checks for
-        capture; None when anything else refers to it (a binding, a Python use, a live caller) or nothing does.
+        ``follow`` levels), and no file holding one of these references, or defining ``name``, uses the graph API
+        or checks for capture; None when anything else refers to it (a binding, a Python use, a live caller) or nothing does.
         """
         if depth is None:
             depth = self.follow
         refs = self.referrers(name)
-        if _LIVE in refs:
+        if _LIVE in refs or name in self._captured.get(name, ()):
             return None
         callers = sorted(refs - visiting - {name})
         if not callers:

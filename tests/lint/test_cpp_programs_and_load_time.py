@@ -126,6 +126,41 @@ def test_a_main_that_captures_keeps_the_errors(tmp_path):
     assert found and all(sev == "error" for sev, _, _ in found)
 
 
+def test_a_function_that_captures_itself_keeps_the_errors(tmp_path):
+    program_tree(tmp_path)
+    write(tmp_path, "kernels/gemm/level.cu", LEVEL.replace("""\
+    kernel<<<64, 128>>>(a, c, n);
+""", """\
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    kernel<<<64, 128>>>(a, c, n);
+    cudaStreamEndCapture(s, &g);
+"""))
+    found = cpp_errors(tmp_path, "matmul")
+    assert found and all(sev == "error" for sev, _, _ in found)
+
+
+def test_a_caller_in_a_file_that_captures_keeps_the_errors(tmp_path):
+    program_tree(tmp_path)
+    write(tmp_path, "kernels/gemm/graph.cu", """\
+#include <cuda_runtime.h>
+void matmul(float* a, float* c, size_t n);
+
+void matmul_graph(float* a, float* c, size_t n, cudaStream_t s) {
+    cudaGraph_t g;
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    matmul(a, c, n);
+    cudaStreamEndCapture(s, &g);
+}
+""")
+    for rel in ("kernels/gemm/launch.cu", "kernels/other/launch.cu"):
+        text = (tmp_path / rel).read_text()
+        write(tmp_path, rel, text.replace("        matmul(a, c, n);", "        matmul_graph(a, c, n, 0);"))
+    found = cpp_errors(tmp_path, "matmul")
+    assert found and all(sev == "error" for sev, _, _ in found)
+
+
 def test_a_function_a_main_and_a_pybind_op_both_reach_stays_an_error(tmp_path):
     program_tree(tmp_path)
     write(tmp_path, "csrc/binding.cpp", BINDING)
