@@ -26,7 +26,7 @@ documentation string (a docstring that says "fill in") do not name the tree's C+
 A function every reference to which sits in a standalone program's entry ``int main(...)``, or in functions only
 such ``main``s call (followed a few levels), with no binding and no Python use on the way, runs in that program
 (a benchmark, a tutorial), not under an engine's capture: its errors are warnings that name the ``main``s, unless
-a file on the way uses the graph API or checks for capture (the program may capture what it calls).
+a file on the way begins a stream capture or instantiates a graph (the program may capture what it calls).
 
 The work is linear in the size of the tree: the functions in question are the few that
 hold error findings (and, a few levels up, their callers); every file is read once and
@@ -119,12 +119,13 @@ class _CppFile:
 
     @property
     def captures(self) -> bool:
-        """Whether the file uses the graph API or checks for capture (``cpp_capture``'s words): a program
-        that does may capture what it calls."""
+        """Whether the file begins a stream capture or instantiates a graph (``cpp_rules._CAPTURES``: what makes
+        a program one that captures, for ``is_standalone_program``): a program that does may capture what it
+        calls."""
         if self._captures is None:
-            from graphcheck.lint.cpp_capture import _GRAPH
+            from graphcheck.lint.cpp_rules import _CAPTURES
 
-            self._captures = _GRAPH.search(self.text) is not None
+            self._captures = _CAPTURES.search(self.text) is not None
         return self._captures
 
     def _main_site(self, region: Region) -> tuple[int, bool]:
@@ -600,8 +601,8 @@ class CallerIndex:
                      visiting: frozenset[str] = frozenset()) -> tuple[list[str], list[str]] | None:
         """(the C++ callers followed, the ``main`` sites as ``path:line``) when every reference to ``name`` sits
         in a standalone program's entry ``int main(...)``, or in a function only such ``main``s call (followed
-        ``follow`` levels), and no file holding one of these references, or defining ``name``, uses the graph API
-        or checks for capture; None when anything else refers to it (a binding, a Python use, a live caller) or
+        ``follow`` levels), and no file holding one of these references, or defining ``name``, begins a stream
+        capture or instantiates a graph; None when anything else refers to it (a binding, a Python use, a live caller) or
         nothing does."""
         if depth is None:
             depth = self.follow
