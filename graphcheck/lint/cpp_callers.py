@@ -602,8 +602,8 @@ class CallerIndex:
         """(the C++ callers followed, the ``main`` sites as ``path:line``) when every reference to ``name`` sits
         in a standalone program's entry ``int main(...)``, or in a function only such ``main``s call (followed
         ``follow`` levels), and no file holding one of these references, or defining ``name``, begins a stream
-        capture or instantiates a graph; None when anything else refers to it (a binding, a Python use, a live caller) or
-        nothing does."""
+        capture or instantiates a graph; None when anything else refers to it (a binding, a Python use, a live
+        caller) or nothing does."""
         if depth is None:
             depth = self.follow
         refs = self.referrers(name)
