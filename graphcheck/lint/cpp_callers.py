@@ -63,6 +63,7 @@ _TIMING = "<timing>"  # first element of a verdict: the function is kernel-timin
 _BUILD = "<constructor>"  # first element of a verdict: only class constructors call the function
 _HARNESS = "<harness>"  # first element of a verdict: bound as an op only test/benchmark files name
 _PROGRAM = "<program>"  # first element of a verdict: only a standalone program's `main` calls the function
+_APP = "<application>"  # first element of a verdict: bound as ops no Python file of an application tree names
 _SITE = "@"  # a verdict element that is a `main` (`path:line`), not a caller
 _HARNESS_DIRS = frozenset({"test", "tests", "testing", "bench", "benchmark", "benchmarks"})
 _HARNESS_FILE = re.compile(r"^(?:test_.*|.*_test|bench_.*|benchmark_.*)\.py$")
@@ -399,6 +400,12 @@ class CallerIndex:
         self._harness: set[int] | None = None  # Python files that are tests or benchmarks, by their path
         # op -> (the test/benchmark files that name it, an op of the same binding file other Python names)
         self.harness_only: dict[str, tuple[list[str], str]] = {}
+        self._py_defs: dict[str, set[tuple[str, str]]] = {}  # name -> {(path, class or "")} defining it in Python
+        self._py_imports: dict[int, dict[str, tuple[int, str, str]]] = {}  # see ``_imports``
+        # in an application tree (one that captures its own graphs, ``deadcode.capture_site``): where it does;
+        # an op no Python file of the tree names is then dead there, not called from outside
+        self.app_site: str | None = None
+        self.app_unnamed: set[str] = set()  # ops bound in C++ that no Python file of such a tree names
 
     def _index(self) -> list[bytes]:
         """Each file's bytes, read once; a query is a substring search per file, confirmed as a whole word."""
@@ -429,9 +436,14 @@ class CallerIndex:
                 return {_LIVE}
             bare = name.split(":", 1)[1] if name.startswith((_OP, _PY)) else name
             mentions = self._mentions(bare)
+            if not name.startswith(_PY):  # the tree's Python method of the same name is no use of it
+                mentions = self._op_mentions(bare, mentions)
             if name.startswith(_OP) and not any(self.files[i][1] == "python" for i in mentions):
                 mentions = []
-                out.add(_LIVE)  # an op no Python file in the tree names: callers outside the tree
+                if self.app_site is None:
+                    out.add(_LIVE)  # an op no Python file in the tree names: callers outside the tree
+                else:
+                    self.app_unnamed.add(bare)  # an application names what it runs: dead here
             # only tests and benchmarks name it in Python, not the package that wraps its sibling ops
             harness = not name.startswith(_PY) and self._harness_use(bare, mentions) is not None
             for i in mentions:
@@ -502,11 +514,100 @@ class CallerIndex:
                 continue
             for sibling in list(dict.fromkeys(bound))[:64]:
                 if sibling != op and any(self.files[j][1] == "python" and not self._is_harness(j)
-                                         for j in self._mentions(sibling)):
+                                         for j in self._op_mentions(sibling, self._mentions(sibling))):
                     shown = sorted(Path(self.files[j][0]).name for j in users)
                     self.harness_only[op] = (shown, sibling)
                     return self.harness_only[op]
         return None
+
+    def _op_mentions(self, op: str, mentions: list[int]) -> list[int]:
+        """``mentions`` of op ``op`` less the Python files whose every mention of it is an attribute of a class or
+        module the tree defines in Python with a function of that name (``BitPack.unpack_3bit_32`` where
+        ``hqq/core/bitpack.py`` defines ``class BitPack`` with ``def unpack_3bit_32``): a use of that Python
+        function, not of the op."""
+        if not self._python_defs(op, mentions):
+            return mentions
+        out = []
+        for i in mentions:
+            tree = self._py_tree(i) if self.files[i][1] == "python" else None
+            if tree is None or self._names_op(i, tree, op):
+                out.append(i)
+        return out
+
+    def _python_defs(self, name: str, mentions: list[int]) -> set[tuple[str, str]]:
+        """``(path, class)`` of each top-level class of the tree's Python that defines a function ``name`` in its
+        body, ``(path, "")`` of each module that defines one at module level (``mentions``: the files that
+        mention ``name``, as the defining files do)."""
+        if name not in self._py_defs:
+            found: set[tuple[str, str]] = set()
+            for i in mentions:
+                tree = self._py_tree(i) if self.files[i][1] == "python" else None
+                for node in tree.body if tree is not None else ():
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                        found.add((os.path.normpath(self.files[i][0]), ""))
+                    elif isinstance(node, ast.ClassDef) and any(
+                            isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == name
+                            for b in node.body):
+                        found.add((os.path.normpath(self.files[i][0]), node.name))
+            self._py_defs[name] = found
+        return self._py_defs[name]
+
+    def _names_op(self, i: int, tree: ast.Module, name: str) -> bool:
+        """Whether Python file ``i`` names ``name`` other than as the tree's own Python function (``_py_method``)
+        or another library's function, or in a documentation string."""
+        docs, modules = self._py_skip(i, tree)
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name) and n.id == name:
+                return True
+            if (isinstance(n, ast.Attribute) and n.attr == name and not foreign(n, modules)
+                    and not self._py_method(i, tree, n)):
+                return True
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and name in n.value and id(n) not in docs:
+                return True
+        return False
+
+    def _py_method(self, i: int, tree: ast.Module, node: ast.Attribute) -> bool:
+        """Whether ``X.name`` (``node``) in Python file ``i`` names a function the tree defines in Python: ``X`` is a
+        class of this file, or a class or module its imports bind (``from .bitpack import BitPack``, ``import
+        pkg.mod as m``), whose definition has a function ``name``. Unresolved receivers (an extension module, a
+        re-export, an object) are not."""
+        if not isinstance(node.value, ast.Name):
+            return False
+        defs = self._python_defs(node.attr, self._mentions(node.attr))
+        if not defs:
+            return False
+        x = node.value.id
+        path = os.path.normpath(self.files[i][0])
+        if (path, x) in defs:
+            return True
+        bound = self._imports(i, tree).get(x)
+        if bound is None:
+            return False
+        level, module, attr = bound
+        for where, cls in defs:
+            if cls and attr == cls and _module_at(where, path, level, module):
+                return True
+            if not cls and _module_at(where, path, level, f"{module}.{attr}" if module and attr else module or attr):
+                return True
+        return False
+
+    def _imports(self, i: int, tree: ast.Module) -> dict[str, tuple[int, str, str]]:
+        """What Python file ``i``'s imports bind: local name -> (level, module, imported name) (``from ..a import
+        B as C``: ``C`` -> ``(2, "a", "B")``; ``import a.b as m``: ``m`` -> ``(0, "a.b", "")``)."""
+        if i not in self._py_imports:
+            out: dict[str, tuple[int, str, str]] = {}
+            for n in ast.walk(tree):
+                if isinstance(n, ast.Import):
+                    for a in n.names:
+                        if a.asname:
+                            out[a.asname] = (0, a.name, "")
+                        elif "." not in a.name:
+                            out[a.name] = (0, a.name, "")
+                elif isinstance(n, ast.ImportFrom):
+                    for a in n.names:
+                        out[a.asname or a.name] = (n.level, n.module or "", a.name)
+            self._py_imports[i] = out
+        return self._py_imports[i]
 
     def _py_tree(self, i: int) -> ast.Module | None:
         """Python file ``i`` parsed once per run; None when it does not parse."""
@@ -546,7 +647,8 @@ class CallerIndex:
                     visit(child, fn, True)
                     continue
                 hit = ((isinstance(child, ast.Name) and child.id == name)
-                       or (isinstance(child, ast.Attribute) and child.attr == name and not foreign(child, modules))
+                       or (isinstance(child, ast.Attribute) and child.attr == name and not foreign(child, modules)
+                           and not (not own and self._py_method(i, tree, child)))
                        or (isinstance(child, ast.Constant) and isinstance(child.value, str) and name in child.value
                            and id(child) not in docs))
                 if hit:
@@ -581,6 +683,20 @@ class CallerIndex:
             if self.uncalled(caller, depth - 1, visiting | {name}) is None:
                 return None
         return callers
+
+    def unnamed_ops(self, name: str, depth: int | None = None, seen: frozenset[str] = frozenset()) -> list[str]:
+        """The ops no Python file of the application names (``app_unnamed``) that bind ``name`` or a function
+        that references it (followed as ``uncalled`` does), by the references already looked up."""
+        if depth is None:
+            depth = self.follow
+        out: list[str] = []
+        for caller in sorted(self._referrers.get(name, set()) - seen - {name}):
+            if caller.startswith(_OP):
+                if caller[len(_OP):] in self.app_unnamed:
+                    out.append(caller[len(_OP):])
+            elif depth > 0 and not caller.startswith(_PY):
+                out += self.unnamed_ops(caller, depth - 1, seen | {name})
+        return list(dict.fromkeys(out))
 
     def timing_only(self, name: str) -> list[str] | None:
         """The callers of ``name`` when every one of them is kernel-timing code (a function whose name says
@@ -651,6 +767,21 @@ class CallerIndex:
             if depth <= 0 or self._only_callers(caller, in_role, depth - 1, visiting | {name}) is None:
                 return None
         return callers
+
+
+def _module_at(path: str, importer: str, level: int, module: str) -> bool:
+    """Whether Python file ``path`` is module ``module`` as file ``importer`` imports it (``level`` dots of a
+    relative import; an absolute one matches by the trailing folders)."""
+    if not module:
+        return False
+    rel = os.path.join(*module.split("."))
+    options = (rel + ".py", os.path.join(rel, "__init__.py"))
+    if level:
+        base = os.path.dirname(importer)
+        for _ in range(level - 1):
+            base = os.path.dirname(base)
+        return path in {os.path.normpath(os.path.join(base, o)) for o in options}
+    return any(path == o or path.endswith(os.sep + o) for o in options)
 
 
 def _top(files: Sequence[tuple[str, str]], language: str | None = None) -> str:
@@ -756,6 +887,14 @@ def _demoted(f: Finding, callers: list[str], where: str = "") -> Finding:
         return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
                                    evidence={**f.evidence, "callers": [op], "harness_callers": users,
                                              "caller_check": "test/benchmark callers only"})
+    if callers and callers[0] == _APP:
+        site, ops = callers[1], callers[2:]
+        shown = ", ".join(f"`{o}`" for o in ops[:3]) + (", ..." if len(ops) > 3 else "")
+        why = (f"`{name}` is bound as op {shown}, but nothing in this application tree calls it (it captures its "
+               f"own graphs at {site}; no Python file of the tree names the op)")
+        return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
+                                   evidence={**f.evidence, "callers": list(ops), "capture_site": site,
+                                             "caller_check": "unnamed op in an application"})
     if callers and callers[0] == _BUILD:
         builders = callers[1:]
         why = (f"`{name}` is only called from class constructors (or from functions only they call), which build "
@@ -787,19 +926,22 @@ def _demoted(f: Finding, callers: list[str], where: str = "") -> Finding:
 
 
 def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
-                    cache_dir: Path | None = None, sources: LintedSources | None = None) -> dict[str, list[Finding]]:
+                    cache_dir: Path | None = None, sources: LintedSources | None = None,
+                    app_site: str | None = None) -> dict[str, list[Finding]]:
     """``raw`` (findings by file path) with each C++ error in a function nothing in ``files`` calls made a
     warning that says so. ``files`` are ``(path, language)`` of every linted file; ``sources``, if given, their
-    bytes shared with the run's other passes over them."""
+    bytes shared with the run's other passes over them. ``app_site``: where the linted code captures its own
+    graphs (``deadcode.capture_site``), for an application tree: there an op no Python file names is dead."""
     cpp_paths = {path for path, language in files if language == "cpp"}
     names = sorted({f.function for path, found in raw.items() if path in cpp_paths for f in found
                     if f.severity is Severity.ERROR and f.function and not f.code.startswith("GC0")})
     if not names:
         return raw
-    key = _digest_of(files, names)
+    key = _digest_of(files, [*names, f"{_APP}{app_site or ''}"])
     verdicts = _load(cache_dir, key)
     if verdicts is None or set(verdicts) != set(names):
         index = CallerIndex(files, sources)
+        index.app_site = app_site
         verdicts = {}
         for name in names:
             # a program's `main` is called by nothing: say it is a program's before saying "no caller", and before
@@ -813,6 +955,10 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
             if verdict and len(ops) == len(verdict):  # reached only through ops only tests/benchmarks name
                 users, sibling = index.harness_only[ops[0]]
                 verdict = [_HARNESS, ops[0], sibling, *users]
+            elif verdict and app_site and index.app_unnamed:
+                unnamed = index.unnamed_ops(name)
+                if unnamed:  # dead only because the application names none of the ops that bind it
+                    verdict = [_APP, app_site, *unnamed]
             if verdict is None:
                 timers = index.timing_only(name)
                 verdict = None if timers is None else [_TIMING, *timers]

@@ -375,14 +375,17 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         cache.save()
     if any(os.path.isdir(p) for p in paths):  # a tree was linted: C++ hazards no capture reaches become warnings
         from graphcheck.lint.cpp_callers import LintedSources, demote_uncalled
+        from graphcheck.lint.cpp_callers import _top as _top_folder
         from graphcheck.lint.cpp_capture import demote_unreachable
         from graphcheck.lint.cpp_ops import demote_cold_ops
         from graphcheck.lint.cpp_queries import drop_size_queries
+        from graphcheck.lint.deadcode import capture_site
 
         linted = [(sf.path, sf.language) for sf in discovery.files]
         sources = LintedSources(linted)  # the tree's bytes, read (if at all) once for the caller passes
         raw = drop_size_queries(raw, linted, sources)  # size queries of a callee defined elsewhere launch nothing
-        raw = demote_uncalled(raw, linted, directory, sources)
+        site = capture_site(project, _top_folder(linted)) if python_files else None  # an application tree
+        raw = demote_uncalled(raw, linted, directory, sources, site)
         raw = demote_cold_ops(raw, linted, project, sources)  # ops only load-time or uncaptured Python calls: warnings
         raw, _ = demote_unreachable(raw, linted, project, sources)  # no capture reaches the tree's C++: warnings
 
