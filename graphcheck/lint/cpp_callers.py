@@ -573,7 +573,9 @@ class CallerIndex:
         re-export, an object) are not."""
         if not isinstance(node.value, ast.Name):
             return False
-        defs = self._python_defs(node.attr, self._mentions(node.attr))
+        defs = self._py_defs.get(node.attr)
+        if defs is None:  # the files are searched once per name
+            defs = self._python_defs(node.attr, self._mentions(node.attr))
         if not defs:
             return False
         x = node.value.id
