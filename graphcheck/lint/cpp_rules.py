@@ -611,6 +611,36 @@ _NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {
 }
 
 
+_QUALIFIED_TAIL = re.compile(r"(?:\b\w+\s*::\s*)*$")
+_RETURN_TAIL = re.compile(r"\breturn\s*$")
+_BOUND_TAIL = re.compile(r"(?<![\w.>])(\w+)\s*=\s*$")
+_STATEMENT_END = re.compile(r"\s*;")
+
+
+def _returned_pool_stream(text: str, m: re.Match[str], region: Region, pairs: dict[int, int]) -> bool:
+    """A stream getter: the pool stream is returned as is (``return at::cuda::getStreamFromPool(p);``) or
+    bound to a name (``static auto s = getStreamFromPool(true);``) whose one later use is ``return s;``.
+    Nothing is launched on it here, so joining it is the caller's job."""
+    close = pairs.get(text.find("(", m.end() - 1), -1)
+    if close < 0 or not _STATEMENT_END.match(text, close + 1):
+        return False  # the stream is used in a larger expression
+    head = text[max(region.start, m.start() - 200) : m.start()]
+    qual = _QUALIFIED_TAIL.search(head)
+    head = head[: qual.start()] if qual else head
+    if _RETURN_TAIL.search(head):
+        return True
+    bound = _BOUND_TAIL.search(head)
+    if bound is None:
+        return False
+    name = re.escape(bound.group(1))
+    later = list(re.finditer(rf"(?<![\w.>]){name}\b", text[close : region.end]))
+    if len(later) != 1:
+        return False
+    use = close + later[0].start()
+    return _RETURN_TAIL.search(text[max(region.start, use - 40) : use]) is not None and _STATEMENT_END.match(
+        text, close + later[0].end()) is not None
+
+
 def _finditer(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
     """``rx.finditer(text)``; nothing, without a scan, when ``text`` holds none of the words ``_NEEDS`` gives."""
     if not any(word in text for word in _NEEDS[rx]):
@@ -1112,7 +1142,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             continue
         if region not in joined:
             joined[region] = _JOIN.search(text, region.start, region.end) is not None
-        if joined[region]:
+        if joined[region] or _returned_pool_stream(text, m, region, pairs):
             continue
         add("GC202", f"a side stream from `getStreamFromPool()` in `{region.name}` is never joined back to the "
             "current stream (no event wait or block on it)", m.start(), region.name, call="getStreamFromPool")

@@ -137,6 +137,31 @@ def test_gc202_quiet_when_joined(join):
     assert lint(src) == []
 
 
+@pytest.mark.parametrize("src", [
+    # the pool call returned as is (both arms of a platform switch)
+    "inline GraphStream graphGetStreamFromPool(bool p) {\n#if USING_ROCM\n  return at::hip::getStreamFromPool(p);\n"
+    "#else\n  return at::cuda::getStreamFromPool(p);\n#endif\n}\n",
+    # bound to a name whose one later use is the return
+    "at::hip::HIPStream& getOverlapStream() {\n  static thread_local auto s = at::hip::getStreamFromPool(/*hi=*/true);\n"
+    "  return s;\n}\n",
+])
+def test_gc202_quiet_in_a_stream_getter(src):
+    assert lint(src) == []
+
+
+@pytest.mark.parametrize("src", [
+    # launches on the stream it returns
+    "at::cuda::CUDAStream side(at::Tensor x) {\n  auto s = at::cuda::getStreamFromPool();\n"
+    "  k<<<1, 1, 0, s>>>(x.data_ptr());\n  return s;\n}\n",
+    # returns something else built from the stream
+    "int side(at::Tensor x) {\n  auto s = at::cuda::getStreamFromPool();\n  return use(s);\n}\n",
+    # the call is part of a larger returned expression
+    "int side(at::Tensor x) {\n  return launch(x, at::cuda::getStreamFromPool());\n}\n",
+])
+def test_gc202_kept_when_the_getter_uses_the_stream(src):
+    assert lint(src) == [(2, "GC202")]
+
+
 # --- GC301: cudaMemcpyAsync from pageable host memory -----------------------------------------
 
 
