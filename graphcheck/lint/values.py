@@ -34,7 +34,7 @@ from typing import cast
 
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.aliases import Aliases
-from graphcheck.lint.coldpaths import Cold, optional_ranges
+from graphcheck.lint.coldpaths import Cold, name_words, optional_ranges
 from graphcheck.lint.files import glob_regex
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, child_nodes, ctx_param, local_names
 
@@ -253,6 +253,11 @@ class FunctionFacts:
             off = body if not negated else orelse
             if off is not None:
                 self.off_capture.append(off)
+            elif (negated and isinstance(node.body[-1], ast.Return)
+                  and any(stmt is node for stmt in getattr(self.info.node, "body", ()))):
+                # `if not validation_enabled(): return` opening the function: the rest of it is the debug path
+                fn_end = getattr(self.info.node, "end_lineno", None) or body[1]
+                self.off_capture.append((body[1] + 1, fn_end))
             return
         host_side = _host_device_test(test)
         if host_side is not None:
@@ -311,7 +316,11 @@ class FunctionFacts:
                     ("get_bool_env_var", "get_env_bool")):
                 key = test.args[0] if test.args else None
                 return isinstance(key, ast.Constant) and isinstance(key.value, str) and self._debug_name(key.value)
-            return False
+            # `validation_enabled()`, `is_debug_mode()`: a switch read through a call of no arguments whose name
+            # is a debug flag's and says it is a switch (not `validate()`/`check_inputs()`, which do the checking)
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            return (bool(name) and not test.args and not test.keywords and self._debug_name(name)
+                    and not _SWITCH_WORDS.isdisjoint(name_words(name)))
         if isinstance(test, ast.Subscript) and isinstance(test.slice, ast.Constant) and isinstance(
                 test.slice.value, str):
             return self._debug_name(test.slice.value)
@@ -1097,6 +1106,7 @@ class FunctionFacts:
         return isinstance(node, ast.Name) and self.has(node.id, "pinned")
 
 
+_SWITCH_WORDS = frozenset({"enabled", "enable", "on", "mode", "active", "flag", "is", "should", "use"})
 _NEGATED_FLAG = re.compile(r"skip|disable|(^|_)no_|(^|_)not_")
 _NEGATION_WORDS = frozenset({"not", "no", "non", "skip", "disable", "disabled"})
 

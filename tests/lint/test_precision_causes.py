@@ -165,3 +165,40 @@ def test_isinstance_in_an_and_chain_narrows_what_follows():
             if 0 < top_k <= 64:
                 return 1
     ''')] == ["GC111"]
+
+
+VALIDATOR = '''
+    def fill_table(positions: torch.Tensor, table: torch.Tensor, x):
+        {guard}
+        boundary = (positions + 1) % 4 == 0
+        if not bool(boundary.any().item()):
+            return
+        x.copy_(table[boundary])
+
+    def compress(positions, table, x):
+        fill_table(positions, table, x)
+        kern[(1,)](x, x, 1, BLOCK=64)
+'''
+
+
+def test_early_return_unless_a_debug_switch_call_leaves_the_function_off_capture():
+    for guard in ("if not invalid_kv_access_validation_enabled():\n            return",
+                  "if not envs.is_debug_mode():\n            return", "if not DEBUG:\n            return"):
+        assert lint(VALIDATOR.format(guard=guard)) == []
+    for guard in ("pass", "if not some_feature_enabled():\n            return",
+                  "if not validate():\n            return"):
+        loud = lint(VALIDATOR.format(guard=guard))
+        assert sorted(c for c, _ in loud) == ["GC101", "GC107"], guard
+
+
+def test_body_of_a_debug_switch_call_is_off_capture():
+    body = '''
+        def alloc(self, x, free):
+            if {test}:
+                assert torch.all(free >= 0)
+            kern[(1,)](x, x, 1, BLOCK=64)
+    '''
+    assert lint(body.format(test="debug_enabled()")) == []
+    assert lint(body.format(test="envs.validation_enabled() and x.numel() > 0")) == []
+    for test in ("feature_enabled()", "check_inputs(x)"):
+        assert [c for c, _ in lint(body.format(test=test))] == ["GC111"], test
