@@ -319,8 +319,13 @@ class FunctionFacts:
             # `validation_enabled()`, `is_debug_mode()`: a switch read through a call of no arguments whose name
             # is a debug flag's and says it is a switch (not `validate()`/`check_inputs()`, which do the checking)
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            return (bool(name) and not test.args and not test.keywords and self._debug_name(name)
-                    and not _SWITCH_WORDS.isdisjoint(name_words(name)))
+            if not (name and not test.args and not test.keywords and self._debug_name(name)
+                    and not _SWITCH_WORDS.isdisjoint(name_words(name))):
+                return False
+            # a switch of this module that reads the environment with a default of on (`os.environ.get(K, "1")`)
+            # runs its checks in serving
+            callee = self.index.module_funcs.get(name) if isinstance(func, ast.Name) else None
+            return callee is None or not _env_default_on(callee.node)
         if isinstance(test, ast.Subscript) and isinstance(test.slice, ast.Constant) and isinstance(
                 test.slice.value, str):
             return self._debug_name(test.slice.value)
@@ -1184,6 +1189,28 @@ def _host_device_test(test: ast.AST) -> bool | None:
     if not isinstance(right, ast.Constant):  # `!= flag_gems.device`, `!= self.device_type`: the accelerator
         return not equal
     return None
+
+
+_OFF_DEFAULTS = frozenset({"", "0", "false", "no", "off", "none"})
+
+
+def _env_default_on(fn: ast.AST) -> bool:
+    """Whether ``fn`` reads an environment switch with a default of on: ``os.environ.get(K, "1")``,
+    ``get_env_bool(K, True)``."""
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name not in ("get", "getenv") and "env" not in name.lower():
+            continue
+        defaults = node.args[1:2] + [k.value for k in node.keywords if k.arg == "default"]
+        for default in defaults:
+            if isinstance(default, ast.Constant) and default.value is not None and (
+                    str(default.value).strip().lower() not in _OFF_DEFAULTS if isinstance(default.value, str)
+                    else bool(default.value)):
+                return True
+    return False
 
 
 def _exits(block: list[ast.stmt]) -> bool:

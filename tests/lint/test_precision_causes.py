@@ -202,3 +202,18 @@ def test_body_of_a_debug_switch_call_is_off_capture():
     assert lint(body.format(test="envs.validation_enabled() and x.numel() > 0")) == []
     for test in ("feature_enabled()", "check_inputs(x)"):
         assert [c for c, _ in lint(body.format(test=test))] == ["GC111"], test
+
+
+def test_a_switch_of_this_module_that_defaults_on_is_no_debug_guard():
+    switch = '''
+    import os
+
+    def validation_enabled() -> bool:
+        return os.environ.get("VALIDATE_TABLES", {default!r}) not in ("0", "false")
+'''
+    quiet = lint(switch.format(default="0") + VALIDATOR.format(
+        guard="if not validation_enabled():\n            return"))
+    assert quiet == []
+    loud = lint(switch.format(default="1") + VALIDATOR.format(
+        guard="if not validation_enabled():\n            return"))
+    assert sorted(c for c, _ in loud) == ["GC101", "GC107"]
