@@ -615,9 +615,11 @@ _QUALIFIED_TAIL = re.compile(r"(?:\b\w+\s*::\s*)*$")
 _RETURN_TAIL = re.compile(r"\breturn\s*$")
 _BOUND_TAIL = re.compile(r"(?<![\w.>])(\w+)\s*=\s*$")
 _STATEMENT_END = re.compile(r"\s*;")
+_WORD = re.compile(r"(?<![\w.>])[A-Za-z_]\w*")
 
 
-def _returned_pool_stream(text: str, m: re.Match[str], region: Region, pairs: dict[int, int]) -> bool:
+def _returned_pool_stream(text: str, m: re.Match[str], region: Region, pairs: dict[int, int],
+                          names: dict[Region, dict[str, list[int]]]) -> bool:
     """A stream getter: the pool stream is returned as is (``return at::cuda::getStreamFromPool(p);``) or
     bound to a name (``static auto s = getStreamFromPool(true);``) whose one later use is ``return s;``.
     Nothing is launched on it here, so joining it is the caller's job."""
@@ -632,13 +634,17 @@ def _returned_pool_stream(text: str, m: re.Match[str], region: Region, pairs: di
     bound = _BOUND_TAIL.search(head)
     if bound is None:
         return False
-    name = re.escape(bound.group(1))
-    later = list(re.finditer(rf"(?<![\w.>]){name}\b", text[close : region.end]))
+    uses = names.get(region)
+    if uses is None:  # every name's positions in the region, found once (a scan per stream would be quadratic)
+        uses = names[region] = {}
+        for word in _WORD.finditer(text, region.start, region.end):
+            uses.setdefault(word.group(), []).append(word.start())
+    later = [u for u in uses.get(bound.group(1), ()) if u > close]
     if len(later) != 1:
         return False
-    use = close + later[0].start()
+    use = later[0]
     return _RETURN_TAIL.search(text[max(region.start, use - 40) : use]) is not None and _STATEMENT_END.match(
-        text, close + later[0].end()) is not None
+        text, use + len(bound.group(1))) is not None
 
 
 def _finditer(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
@@ -1136,13 +1142,14 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
 
     # 6. side streams from the pool that are never joined back
     joined: dict[Region, bool] = {}
+    names: dict[Region, dict[str, list[int]]] = {}
     for m in _finditer(_POOL_STREAM, text):
         region = loc.region(m.start())
         if region is None or setup(region):
             continue
         if region not in joined:
             joined[region] = _JOIN.search(text, region.start, region.end) is not None
-        if joined[region] or _returned_pool_stream(text, m, region, pairs):
+        if joined[region] or _returned_pool_stream(text, m, region, pairs, names):
             continue
         add("GC202", f"a side stream from `getStreamFromPool()` in `{region.name}` is never joined back to the "
             "current stream (no event wait or block on it)", m.start(), region.name, call="getStreamFromPool")
