@@ -622,7 +622,7 @@ def _returned_pool_stream(text: str, m: re.Match[str], region: Region, pairs: di
                           names: dict[Region, dict[str, list[int]]]) -> bool:
     """A stream getter: the pool stream is returned as is (``return at::cuda::getStreamFromPool(p);``) or
     bound to a name (``static auto s = getStreamFromPool(true);``) whose one later use is ``return s;``.
-    Nothing is launched on it here, so joining it is the caller's job."""
+    Nothing is launched on it here, so joining it is the caller's job (a warning, not an error)."""
     close = pairs.get(text.find("(", m.end() - 1), -1)
     if close < 0 or not _STATEMENT_END.match(text, close + 1):
         return False  # the stream is used in a larger expression
@@ -1149,10 +1149,20 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             continue
         if region not in joined:
             joined[region] = _JOIN.search(text, region.start, region.end) is not None
-        if joined[region] or _returned_pool_stream(text, m, region, pairs, names):
+        if joined[region]:
             continue
-        add("GC202", f"a side stream from `getStreamFromPool()` in `{region.name}` is never joined back to the "
-            "current stream (no event wait or block on it)", m.start(), region.name, call="getStreamFromPool")
+        message = (f"a side stream from `getStreamFromPool()` in `{region.name}` is never joined back to the "
+                   "current stream (no event wait or block on it)")
+        before = len(findings)
+        add("GC202", message, m.start(), region.name, call="getStreamFromPool")
+        if len(findings) > before and _returned_pool_stream(text, m, region, pairs, names):
+            # a getter launches nothing on the stream it returns: the join is its callers' job, and the rules do
+            # not follow the stream into them, so the finding stays, as a warning that says whose job it is
+            findings[-1] = dataclasses.replace(
+                findings[-1], severity=Severity.WARNING, evidence={**findings[-1].evidence, "path": "stream getter"},
+                message=f"`{region.name}` returns a side stream from `getStreamFromPool()` without launching on it; "
+                "each caller that launches on it must join it back to the current stream (an event wait) before "
+                "the capture ends")
 
     # 7. cudaMemcpyAsync from pageable host memory
     host_buffers: dict[tuple[Region, str], str | None] = {}

@@ -145,8 +145,11 @@ def test_gc202_quiet_when_joined(join):
     "at::hip::HIPStream& getOverlapStream() {\n  static thread_local auto s = at::hip::getStreamFromPool(/*hi=*/true);\n"
     "  return s;\n}\n",
 ])
-def test_gc202_quiet_in_a_stream_getter(src):
-    assert lint(src) == []
+def test_gc202_is_a_warning_in_a_stream_getter(src):
+    found = lint_source(src, "ops.cu", "cpp")
+    assert found and all((f.code, f.severity.value) == ("GC202", "warning") for f in found)
+    assert all("each caller that launches on it must join it" in f.message for f in found)
+    assert all(f.evidence["path"] == "stream getter" for f in found)
 
 
 @pytest.mark.parametrize("src", [
@@ -160,6 +163,7 @@ def test_gc202_quiet_in_a_stream_getter(src):
 ])
 def test_gc202_kept_when_the_getter_uses_the_stream(src):
     assert lint(src) == [(2, "GC202")]
+    assert [f.severity.value for f in lint_source(src, "ops.cu", "cpp")] == ["error"]
 
 
 # --- GC301: cudaMemcpyAsync from pageable host memory -----------------------------------------
