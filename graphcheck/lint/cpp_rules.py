@@ -1153,9 +1153,9 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             continue
         message = (f"a side stream from `getStreamFromPool()` in `{region.name}` is never joined back to the "
                    "current stream (no event wait or block on it)")
-        before = len(findings)
+        count = len(findings)
         add("GC202", message, m.start(), region.name, call="getStreamFromPool")
-        if len(findings) > before and _returned_pool_stream(text, m, region, pairs, names):
+        if len(findings) > count and _returned_pool_stream(text, m, region, pairs, names):
             # a getter launches nothing on the stream it returns: the join is its callers' job, and the rules do
             # not follow the stream into them, so the finding stays, as a warning that says whose job it is
             findings[-1] = dataclasses.replace(
