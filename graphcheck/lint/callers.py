@@ -27,6 +27,7 @@ from typing import Any
 
 from graphcheck.lint.coldpaths import BRANCH_KINDS
 from graphcheck.lint.scope import ctx_param
+from graphcheck.lint.values import IDENTITY_OPS
 
 # calls and methods whose result is a Python number
 _NUMBER_FUNCS = {"len", "int", "float", "round", "abs", "bool"}
@@ -35,8 +36,6 @@ _NUMBER_METHODS = {"item", "size", "numel", "dim", "stride", "element_size", "ne
                    "dense_dim", "sparse_dim", "bit_length"}
 _NUMBER_ATTRS = {"ndim", "itemsize", "nbytes", "requires_grad", "is_cuda", "is_leaf", "is_sparse", "is_meta"}
 _HOST_ANNOTATIONS = {"int", "float", "bool"}
-# comparisons whose result is a Python bool whatever the operands (`t == 0` of a tensor is a tensor)
-_BOOL_OPS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
 class ArgCoder:
@@ -114,7 +113,7 @@ class ArgCoder:
             if isinstance(node.op, ast.Not):
                 return "h"  # a Python bool
             return self._kind(node.operand, fn, cls, plain, depth + 1)
-        if isinstance(node, ast.Compare) and all(isinstance(op, _BOOL_OPS) for op in node.ops):
+        if isinstance(node, ast.Compare) and all(isinstance(op, IDENTITY_OPS) for op in node.ops):
             return "h"  # `x is not None`, `act in ("silu", "swish")`: a Python bool whatever the operands
         if isinstance(node, ast.BoolOp):
             kinds = {self._kind(v, fn, cls, plain, depth + 1) for v in node.values}

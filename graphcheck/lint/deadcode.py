@@ -136,7 +136,7 @@ def unreferenced(index: Any, extra_files: Sequence[str], cache_dir: Path | None 
         return {}
     linted = list(index.names)
     extra = [p for p in extra_files if p not in index.names]
-    base = _common_folder([*linted, *extra])
+    base = files_mod.common_folder([*linted, *extra])
     site = capture_site(index, base) if any(p in tests for p in extra) else None
     # in an application tree the tests are read last, each on its own: what they alone refer to is known
     test_paths = [p for p in extra if p in tests] if site is not None else []
@@ -172,15 +172,6 @@ def unreferenced(index: Any, extra_files: Sequence[str], cache_dir: Path | None 
             if dotted in candidates:
                 out[dotted] = ("tests-only", tests_reason(candidates[dotted][1], _shown(path, base), site))
     return out
-
-
-def _common_folder(paths: Sequence[str]) -> str:
-    """The folder the files of the tree share (the tree linted, or one below it)."""
-    try:
-        base = os.path.commonpath([os.path.abspath(p) for p in paths])
-    except ValueError:  # different drives
-        return ""
-    return os.path.dirname(base) if len(paths) == 1 or os.path.isfile(base) else base
 
 
 _CACHE_FILE = "deadcode-v2.json"

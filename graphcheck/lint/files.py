@@ -233,6 +233,15 @@ def _walk(top: str, shown_top: str, excluded,
     yield from problems()
 
 
+def common_folder(paths: Sequence[str]) -> str:
+    """The folder the files of a tree share (the tree linted, or one below it); ``""`` on different drives."""
+    try:
+        base = os.path.commonpath([os.path.abspath(p) for p in paths])
+    except ValueError:  # different drives
+        return ""
+    return os.path.dirname(base) if len(paths) == 1 or os.path.isfile(base) else base
+
+
 def decode(data: bytes, language: str) -> str:
     """Decode source bytes: UTF-8 (BOM allowed), or a PEP 263 coding cookie for Python.
 

@@ -43,6 +43,7 @@ from graphcheck.lint import callers as callers_mod
 from graphcheck.lint import deadcode
 from graphcheck.lint import pool as lint_pool
 from graphcheck.lint import summary as summary_mod
+from graphcheck.lint.files import common_folder
 from graphcheck.lint.scope import (
     _CUSTOM_OP,
     _LIB_IMPL,
@@ -167,11 +168,7 @@ class VendorPaths:
         self.words = frozenset(words)
         self.base = ""
         if self.words and files:
-            try:
-                base = os.path.commonpath([os.path.abspath(f) for f in files])
-            except ValueError:  # different drives
-                base = ""
-            self.base = os.path.dirname(base) if len(files) == 1 or os.path.isfile(base) else base
+            self.base = common_folder(files)
         self._memo: dict[str, str | None] = {}
 
     def reason(self, path: str) -> str | None:

@@ -96,7 +96,8 @@ _MASK_FUNCS = {
     "signbit", "greater", "less", "greater_equal", "less_equal", "not_equal",
 }
 _MASK_METHODS = _MASK_FUNCS | {"bool"}
-_IDENTITY_OPS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+# comparisons whose result is a Python bool whatever the operands (`t == 0` of a tensor is a tensor)
+IDENTITY_OPS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 _SEQ_NODES = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.Set)
 _SEQ_ANNOTATIONS = {"list", "List", "tuple", "Tuple", "Sequence", "int", "float", "Iterable"}
 _HOST_TENSOR_CTORS = {"torch.tensor", "torch.as_tensor", "torch.from_numpy"}
@@ -778,7 +779,7 @@ class FunctionFacts:
         if isinstance(node, ast.UnaryOp):
             return not isinstance(node.op, ast.Not) and self.tensorish(node.operand, depth + 1)
         if isinstance(node, ast.Compare):
-            if any(isinstance(op, _IDENTITY_OPS) for op in node.ops):
+            if any(isinstance(op, IDENTITY_OPS) for op in node.ops):
                 return False
             if any(isinstance(c, ast.Constant) and c.value is None for c in (node.left, *node.comparators)):
                 return False  # `mask != None`: a tensor refuses None, so Python compares identity: a plain bool
@@ -817,7 +818,7 @@ class FunctionFacts:
         if depth > _MAX_DEPTH:
             return False
         if isinstance(node, ast.Compare):
-            if any(isinstance(op, _IDENTITY_OPS) for op in node.ops):
+            if any(isinstance(op, IDENTITY_OPS) for op in node.ops):
                 return False
             return self.tensorish(node) if strict else True
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
