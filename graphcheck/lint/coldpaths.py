@@ -155,6 +155,11 @@ _DEVICE_WORDS = frozenset({"device", "type", "platform", "backend", "accelerator
 _TIMING_WORDS = frozenset({"timing", "timed", "timer", "profile", "profiling", "profiler", "benchmark",
                            "benchmarking", "bench"})
 _TIMING_LEAD = frozenset({"is", "do", "use", "enable", "enabled", "with", "should", "run", "kernel", "cuda"})
+# words of a flag or name that measures kernels to pick among them (first-use tuning): `if (measure)`, `tuning`
+TUNING_WORDS = frozenset({"measure", "measuring", "measurement", "tune", "tuner", "tuning", "autotune",
+                          "autotuner", "autotuning"})
+# every measuring word: timing and profiling, and tuning (``deadcode`` adds the words of harness names)
+MEASURING_WORDS = _TIMING_WORDS | TUNING_WORDS
 
 
 def name_words(name: str) -> list[str]:
@@ -201,6 +206,13 @@ def timing_name(name: str) -> bool:
     while words and words[0] in _TIMING_LEAD:
         words = words[1:]
     return len(words) > 1 and words[0] == "time"
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def measuring_name(name: str) -> bool:
+    """Whether a flag name says the code measures kernels: a timing name (``timing_name``) or a tuning one
+    (``measure``, ``tuning``, ``autotune``)."""
+    return timing_name(name) or any(w in TUNING_WORDS for w in name_words(name))
 
 
 def branch_ranges(nodes: Sequence[ast.AST], prefill: bool = True, roles: bool = True) -> list[Cold]:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from graphcheck import rules
 from graphcheck.findings import Finding, Severity
-from graphcheck.lint.coldpaths import name_words, timing_name
+from graphcheck.lint.coldpaths import measuring_name, name_words, timing_name
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RAW_PREFIX = re.compile(r'(?:u8|u|U|L)?R"([^()\\\s]{0,16})\(')
@@ -855,6 +855,26 @@ def timing_branch(text: str, pos: int, pairs: dict[int, int], opens: list[int], 
     return None
 
 
+_EVENT_TIMING = re.compile(r"\b(?:cuda|hip|cu)EventElapsedTime\b")
+
+
+def measuring_branch(text: str, pos: int, pairs: dict[int, int], opens: list[int], floor: int = 0) -> str | None:
+    """The flag when ``pos`` sits in ``if (measure) { ... }`` whose condition is one member chain (no ``!``) named
+    with a measuring word (``coldpaths.measuring_name``: ``measure``, ``tuning``, ``profile``) and whose block
+    times kernels with events (``cudaEventElapsedTime``): a tuner's measuring runs (exllamav2 times each block
+    size on a shape's first calls and keeps the fastest), which happen before the graphs are captured. A branch
+    so named that does not time with events is not one (the flag may mean anything)."""
+    for b in _enclosing(text, pos, pairs, opens, floor):
+        cond = _condition_before(text, b, pairs)
+        m = re.fullmatch(r"\s*([A-Za-z_][\w.>:-]*?)\s*(?:\(\s*\))?\s*", cond) if cond is not None else None
+        if m is None:
+            continue
+        last = re.split(r"\.|->|::", m.group(1))[-1]
+        if last and measuring_name(last) and _EVENT_TIMING.search(text, b, min(pairs.get(b, b), b + 20000)):
+            return m.group(1)
+    return None
+
+
 def is_program(text: str, path: str) -> bool:
     """A test or benchmark binary: a ``main()``, or a file named ``*_test.cu``, ``test_*.cu``."""
     base = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
@@ -1228,6 +1248,13 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
                 f, severity=Severity.WARNING, evidence={**f.evidence, "path": "timing branch"},
                 message=f"{f.message}; it runs only when `{flag}` is set, to time kernels, which engines do not "
                 "capture")
+            continue
+        flag = measuring_branch(text, pos, pairs, opens, region.start if region is not None else 0)
+        if flag is not None:
+            findings[i] = dataclasses.replace(
+                f, severity=Severity.WARNING, evidence={**f.evidence, "path": "measuring branch"},
+                message=f"{f.message}; it runs only when `{flag}` is set, in a branch that times kernels with events "
+                "(first-use tuning, which runs before a graph is captured), not on the captured path")
             continue
         if region is None:
             continue

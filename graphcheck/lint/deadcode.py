@@ -44,6 +44,7 @@ from typing import Any
 
 from graphcheck.lint import files as files_mod
 from graphcheck.lint.callers import _LAUNCH_REASONS as LAUNCH_REASONS
+from graphcheck.lint.coldpaths import MEASURING_WORDS
 
 # decorators that do not register or hand out the function they wrap
 _PLAIN_DECORATORS = {"functools.cache", "functools.lru_cache", "functools.wraps", "torch.no_grad",
@@ -74,9 +75,7 @@ def tests_reason(name: str, referrer: str, site: str) -> str:
 
 # words of a function or file that measures kernels (a timing, profiling, tuning or benchmark capture): a capture
 # there times a kernel; it is not the application's own captured step
-_MEASURING = frozenset({"bench", "benchmark", "benchmarks", "benchmarking", "perf", "perftest", "profile", "profiler",
-                        "profiling", "tune", "tuner", "tuning", "autotune", "autotuner", "autotuning", "time", "timer",
-                        "timing", "timeit", "test", "tests", "testing"})
+_MEASURING = MEASURING_WORDS | {"benchmarks", "perf", "perftest", "time", "timeit", "test", "tests", "testing"}
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 
 

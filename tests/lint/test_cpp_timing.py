@@ -139,3 +139,44 @@ def test_a_function_the_launch_path_also_calls_stays_an_error(tmp_path):
     got = rows(make(tmp_path / "b", {"csrc/shim.h": SHIM, "csrc/op.cu": op}))
     assert [(n, fn, c, s) for n, fn, c, s, _ in got] == [("shim.h", "flush_icache", "GC201", "error"),
                                                         ("shim.h", "l2_flush", "GC201", "error")]
+
+
+# exllamav2's q_gemm.cu: the block-size autotuner times each candidate on a shape's first calls
+TUNER = """
+    __global__ void k() {}
+    void gemm_part(cudaStream_t stream, bool measure, int block) {
+        cudaEvent_t start, stop;
+        if (measure) {
+            cudaEventCreate(&start);
+            cudaEventCreate(&stop);
+            cudaEventRecord(start, stream);
+        }
+        k<<<1, 1, 0, stream>>>();
+        if (measure) {
+            cudaEventRecord(stop, stream);
+            cudaEventSynchronize(stop);
+            float timing = 0.0f;
+            cudaEventElapsedTime(&timing, start, stop);
+        }
+    }
+"""
+
+
+def test_a_sync_in_a_measuring_branch_that_times_with_events_is_a_warning_that_says_so():
+    got = [(f.function, f.code, f.severity.value, f.message) for f in lint_cpp(TUNER, "q_gemm.cu")]
+    assert [g[:3] for g in got] == [("gemm_part", "GC110", "warning")]
+    assert ("it runs only when `measure` is set, in a branch that times kernels with events (first-use tuning, "
+            "which runs before a graph is captured)") in got[0][3]
+    assert got[0][3].startswith("`cudaEventSynchronize` synchronizes inside `gemm_part`")
+
+
+def test_a_sync_outside_the_measuring_branch_or_under_a_measure_flag_without_event_timing_stays_an_error():
+    outside = TUNER.replace("k<<<1, 1, 0, stream>>>();", "k<<<1, 1, 0, stream>>>(); cudaStreamSynchronize(stream);")
+    got = sorted((f.line, f.code, f.severity.value) for f in lint_cpp(outside, "q_gemm.cu"))
+    assert [(c, s) for _, c, s in got] == [("GC110", "error"), ("GC110", "warning")]
+    untimed = TUNER.replace("cudaEventElapsedTime(&timing, start, stop);", "")
+    assert [(f.code, f.severity.value) for f in lint_cpp(untimed, "q_gemm.cu")] == [("GC110", "error")]
+    negated = TUNER.replace("if (measure) {\n            cudaEventRecord(stop", "if (!measure) {\n            cudaEventRecord(stop")
+    assert [(f.code, f.severity.value) for f in lint_cpp(negated, "q_gemm.cu")] == [("GC110", "error")]
+    other = TUNER.replace("measure", "use_split")
+    assert [(f.code, f.severity.value) for f in lint_cpp(other, "q_gemm.cu")] == [("GC110", "error")]
