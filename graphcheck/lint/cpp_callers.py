@@ -77,6 +77,7 @@ _CALL_WORDS = frozenset({"return", "else", "co_return", "co_yield", "co_await", 
                          "not", "new", "delete", "sizeof", "decltype", "typeid", "noexcept", "if", "while", "for",
                          "switch", "template"})
 _MAX_FILE = 8 * 1024 * 1024
+_MACRO_DEPTH = 4  # macros expanded in macros followed before a reference is assumed live
 # `m.def("op", ...` / `.impl("ns::op", ...`: a binding call that names its op (group 1: its `(`, group 2: the op)
 _DEF_CALL = re.compile(r'\.(?:def|impl)\s*(\()\s*"\s*(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)')
 # a class (or struct, union, enum) name being defined or declared: `struct X {`, `class X;`, `friend class X;`
@@ -117,6 +118,7 @@ class _CppFile:
         self._entries: set[int] | None = None  # where `main` is written in each `int main(` head
         self._captures: bool | None = None
         self._static_of: dict[int, str | None] = {}  # region start -> its class, for a static member function
+        self._directives: tuple[list[int], list[tuple[int, int, str | None]]] | None = None  # see ``_directive``
 
     @property
     def captures(self) -> bool:
@@ -175,24 +177,75 @@ class _CppFile:
                 continue  # recursion, or an overload delegating to another
             if self._declares(p, m.end()) or _CLASS_HEAD.search(text, max(0, p - 64), p):
                 continue  # `void f(`, `struct X {`, `class X;`: a definition or declaration, not a use
-            if region is not None and region.name and _is_macro_name(region.name):
-                op = self._bound_op(p)  # `m.impl("op", &f)` in TORCH_LIBRARY: live as Python uses "op"
-                out.add(_OP + op if op else _LIVE)
-            elif region is None or not region.name:
-                op = self._enclosing_def(p) if region is not None else None  # a lambda given to `m.def("op", ...)`
-                out.add(_OP + op if op else _LIVE)
-            else:
-                caller = self._static_class(region) or region.name
-                if caller == name:
-                    continue  # a static member function of `name` itself
-                out.add(caller)
-                if caller == "main":
-                    self.mains.setdefault(name, set()).add(self._main_site(region))
-                timed = self.timed.setdefault(name, {})
-                timed[caller] = timed.get(caller, True) and self._in_timing_branch(p, region.start)
-                built = self.built.setdefault(name, {})
-                built[caller] = built.get(caller, True) and self._in_constructor(region)
+            if self._directive(p) == "":
+                continue  # `#undef f`, `#ifdef f`: not a use
+            self._attribute(name, p, region, out, 0)
         return out
+
+    def _attribute(self, name: str, p: int, region: Region | None, out: set[str], depth: int) -> None:
+        """Add to ``out`` who the reference to ``name`` at ``p`` (in ``region``) is made by. In a ``#define`` body
+        it is made by the functions that expand the macro (``_expansions``)."""
+        if region is not None and region.name and _is_macro_name(region.name):
+            op = self._bound_op(p)  # `m.impl("op", &f)` in TORCH_LIBRARY: live as Python uses "op"
+            if op is None and depth < _MACRO_DEPTH and self._directive(region.start) == region.name:
+                found = self._expansions(region)
+                if found is None:  # expanded in files that include this one: whoever names the macro
+                    out.add(region.name)
+                for q in found or ():
+                    self._attribute(name, q, self.loc.region(q), out, depth + 1)
+                return
+            out.add(_OP + op if op else _LIVE)
+        elif region is None or not region.name:
+            op = self._enclosing_def(p) if region is not None else None  # a lambda given to `m.def("op", ...)`
+            out.add(_OP + op if op else _LIVE)
+        else:
+            caller = self._static_class(region) or region.name
+            if caller == name:
+                return  # a static member function of `name` itself, or a macro expanded in `name`
+            out.add(caller)
+            if caller == "main":
+                self.mains.setdefault(name, set()).add(self._main_site(region))
+            timed = self.timed.setdefault(name, {})
+            timed[caller] = timed.get(caller, True) and self._in_timing_branch(p, region.start)
+            built = self.built.setdefault(name, {})
+            built[caller] = built.get(caller, True) and self._in_constructor(region)
+
+    def _directive(self, at: int) -> str | None:
+        """The preprocessor directive holding ``at``: its macro for a ``#define``, ``""`` for another one (``#undef
+        f``, ``#ifdef f``, ``#include``); None outside directives."""
+        if self._directives is None:
+            from graphcheck.lint.cpp_rules import _directive_spans
+
+            spans = _directive_spans(self.text)
+            self._directives = ([a for a, _, _ in spans], spans)
+        starts, spans = self._directives
+        k = bisect.bisect_right(starts, at) - 1
+        if k < 0 or at >= spans[k][1]:
+            return None
+        return spans[k][2] or ""
+
+    def _expansions(self, define: Region) -> list[int] | None:
+        """Where the macro ``#define``d as ``define`` is expanded: its mentions (other than in directives) after the
+        definition up to its ``#undef`` (or redefinition) in this file. None when no ``#undef`` ends it, or an
+        ``#include`` comes before it (an X-macro file): then files that include this one may expand it."""
+        macro = define.name or ""
+        if self._directives is None:
+            self._directive(define.start)
+        _, spans = self._directives  # type: ignore[misc]
+        end = None
+        for start, stop, defined in spans:
+            if start < define.end:
+                continue
+            head = self.text[start:stop]
+            if defined == macro or re.match(r"\s*#\s*undef\s+" + re.escape(macro) + r"\b", head):
+                end = start
+                break
+            if re.match(r"\s*#\s*include\b", head):
+                return None
+        if end is None:
+            return None
+        return [m.start() for m in re.finditer(r"(?<![\w])" + re.escape(macro) + r"(?![\w])", self.text[:end])
+                if m.start() >= define.end and self._directive(m.start()) != ""]
 
     def _static_class(self, region: Region) -> str | None:
         """``X`` when ``region`` is a static member function defined in the body of ``struct X``/``class X``: it is
