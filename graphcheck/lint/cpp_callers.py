@@ -77,6 +77,17 @@ _CALL_WORDS = frozenset({"return", "else", "co_return", "co_yield", "co_await", 
                          "not", "new", "delete", "sizeof", "decltype", "typeid", "noexcept", "if", "while", "for",
                          "switch", "template"})
 _MAX_FILE = 8 * 1024 * 1024
+# a Python build script's extension: `CUDAExtension(name="pkg._C"`, `Extension("ext"`, `load(name="ext"`
+_EXT_NAME = re.compile(rb"""(?:\b\w*Extension\s*\(\s*(?:name\s*=\s*)?"""
+                       rb"""|\bload(?:_inline)?\s*\((?:[^()]|\([^()]*\)){0,2000}?\bname\s*=\s*)"""
+                       rb"""[rbuRBU]?["']([A-Za-z_][\w.]*)["']""")
+# a C++ module or op library: `PYBIND11_MODULE(name, m)`, `NB_MODULE(name, m)`, `TORCH_LIBRARY(ns, m)`
+_MODULE_DECL = re.compile(rb"\b(PYBIND11_MODULE|NB_MODULE|TORCH_LIBRARY|TORCH_LIBRARY_FRAGMENT|TORCH_LIBRARY_IMPL)"
+                          rb"\s*\(\s*([A-Za-z_]\w*)")
+# a CMake Python module target: `pybind11_add_module(name ...)`, `Python_add_library(name MODULE ...)`
+_CMAKE_MODULE = re.compile(rb"(?i)\b(?:pybind11_add_module|nanobind_add_module|python3?_add_library)\s*\(\s*([\w.]+)")
+# a file path in a Python string (a build script's source list, `"csrc/rms_norm/rms_norm.cu"`): no use of a function
+_PATH_STRING = re.compile(r"^(?=[^/\\]*[/\\]|.*\.(?:cu|cuh|cc|cpp|cxx|c|h|hpp|hh|inl|py|so|o)$)[\w.+\-/\\]+\Z")
 _MACRO_DEPTH = 4  # macros expanded in macros followed before a reference is assumed live
 # `m.def("op", ...` / `.impl("ns::op", ...`: a binding call that names its op (group 1: its `(`, group 2: the op)
 _DEF_CALL = re.compile(r'\.(?:def|impl)\s*(\()\s*"\s*(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)')
@@ -406,6 +417,7 @@ class LintedSources:
         self.cpp: dict[int, _CppFile | None] = {}
         self.py_trees: dict[int, ast.Module | None] = {}
         self.py_skips: dict[int, tuple[set[int], dict[str, str]]] = {}  # see ``python_skips``
+        self.roots: frozenset[str] | None = None  # see ``CallerIndex._roots``
 
     def data(self) -> list[bytes]:
         """Each file's bytes (at most ``_MAX_FILE`` of them; ``b""`` for one that cannot be read)."""
@@ -455,6 +467,8 @@ class CallerIndex:
         self.harness_only: dict[str, tuple[list[str], str]] = {}
         self._py_defs: dict[str, set[tuple[str, str]]] = {}  # name -> {(path, class or "")} defining it in Python
         self._py_imports: dict[int, dict[str, tuple[int, str, str]]] = {}  # see ``_imports``
+        self._py_rebound: dict[int, set[str]] = {}  # see ``_rebound``
+        self._root_names: frozenset[str] | None = None  # see ``_roots`` (empty: unknown)
         # in an application tree (one that captures its own graphs, ``deadcode.capture_site``): where it does;
         # an op no Python file of the tree names is then dead there, not called from outside
         self.app_site: str | None = None
@@ -578,7 +592,7 @@ class CallerIndex:
         module the tree defines in Python with a function of that name (``BitPack.unpack_3bit_32`` where
         ``hqq/core/bitpack.py`` defines ``class BitPack`` with ``def unpack_3bit_32``): a use of that Python
         function, not of the op."""
-        if not self._python_defs(op, mentions):
+        if not self._python_defs(op, mentions) and self._roots() is None:
             return mentions
         out = []
         for i in mentions:
@@ -610,12 +624,13 @@ class CallerIndex:
         or another library's function, or in a documentation string."""
         docs, modules = self._py_skip(i, tree)
         for n in ast.walk(tree):
-            if isinstance(n, ast.Name) and n.id == name:
+            if isinstance(n, ast.Name) and n.id == name and not self._py_function(i, tree, n):
                 return True
-            if (isinstance(n, ast.Attribute) and n.attr == name and not foreign(n, modules)
+            if (isinstance(n, ast.Attribute) and n.attr == name and not self._foreign(n, modules)
                     and not self._py_method(i, tree, n)):
                 return True
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and name in n.value and id(n) not in docs:
+            if (isinstance(n, ast.Constant) and isinstance(n.value, str) and name in n.value and id(n) not in docs
+                    and not _PATH_STRING.match(n.value)):
                 return True
         return False
 
@@ -645,6 +660,114 @@ class CallerIndex:
             if not cls and _module_at(where, path, level, f"{module}.{attr}" if module and attr else module or attr):
                 return True
         return False
+
+    def _py_function(self, i: int, tree: ast.Module, node: ast.Name) -> bool:
+        """Whether the bare name ``node`` in Python file ``i`` is a Python function the tree defines: one defined at
+        module level in this file that nothing else in the file binds (an import, an assignment, a parameter), or
+        one an import binds from the tree's module that defines it (``from .mpt import rms_norm``)."""
+        defs = self._py_defs.get(node.id)
+        if defs is None:
+            defs = self._python_defs(node.id, self._mentions(node.id))
+        if not any(not cls for _, cls in defs):
+            return False
+        path = os.path.normpath(self.files[i][0])
+        bound = self._imports(i, tree).get(node.id)
+        if bound is None:
+            return (path, "") in defs and node.id not in self._rebound(i, tree)
+        level, module, attr = bound
+        return attr == node.id and any(not cls and _module_at(where, path, level, module) for where, cls in defs)
+
+    def _rebound(self, i: int, tree: ast.Module) -> set[str]:
+        """Names Python file ``i`` binds other than by a ``def``: assignment and loop targets, parameters, classes,
+        ``global``/``nonlocal`` names, and what its imports bind."""
+        if i not in self._py_rebound:
+            out: set[str] = set(self._imports(i, tree))
+            for n in ast.walk(tree):
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                    out.add(n.id)
+                elif isinstance(n, ast.arg):
+                    out.add(n.arg)
+                elif isinstance(n, ast.ClassDef):
+                    out.add(n.name)
+                elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                    out.update(n.names)
+                elif isinstance(n, ast.Import):
+                    out.update((a.asname or a.name).partition(".")[0] for a in n.names)
+            self._py_rebound[i] = out
+        return self._py_rebound[i]
+
+    def _foreign(self, node: ast.Attribute, modules: dict[str, str]) -> bool:
+        """``foreign``, or an attribute of a module imported from a top-level package that is neither in the tree
+        (no folder or Python file of that name) nor an extension the tree builds (``_roots``): ``ops.rms_norm``
+        after ``from vllm._C import ops`` in a tree that is not vLLM names vLLM's op. ``torch.ops.<ns>`` is the
+        tree's. Unknown (not foreign) when the tree names no extension build."""
+        if foreign(node, modules):
+            return True
+        roots = self._roots()
+        if roots is None:
+            return False
+        parts: list[str] = []
+        v = node.value
+        while isinstance(v, ast.Attribute):
+            parts.append(v.attr)
+            v = v.value
+        if not isinstance(v, ast.Name) or v.id not in modules:
+            return False
+        dotted = ".".join([modules[v.id], *reversed(parts)])
+        if dotted.startswith(("torch.ops.", "torch.classes.")) or dotted in ("torch.ops", "torch.classes"):
+            return False
+        return dotted.partition(".")[0] not in roots
+
+    def _roots(self) -> frozenset[str] | None:
+        """The top-level names under which Python may import the tree's code: every folder and Python file stem on
+        the paths of the linted files, and every part of the names of the extensions the tree builds (setuptools
+        ``*Extension(name=...)``, ``torch.utils.cpp_extension.load(name=...)``, ``PYBIND11_MODULE(name, m)``,
+        CMake ``pybind11_add_module``/``Python_add_library``, ``TORCH_LIBRARY(ns, m)``). None (unknown) when the
+        tree names no extension build, or builds a module named by a macro (``TORCH_EXTENSION_NAME``) whose name
+        no build script gives."""
+        if self._root_names is None and self.sources.roots is not None:
+            self._root_names = self.sources.roots
+        if self._root_names is None:
+            data = self._index()
+            built: set[str] = set()  # module names a build script gives
+            declared: set[str] = set()  # literal PYBIND11_MODULE names and TORCH_LIBRARY namespaces
+            by_macro = False
+            folders: set[str] = set()
+            for (path, language), raw in zip(self.files, data):
+                folders.add(os.path.dirname(os.path.abspath(path)))
+                if language == "python" and (b"Extension" in raw or b"load" in raw):
+                    built.update(m.group(1).decode() for m in _EXT_NAME.finditer(raw))
+                elif language == "cpp" and (b"_MODULE" in raw or b"TORCH_LIBRARY" in raw):
+                    for m in _MODULE_DECL.finditer(raw):
+                        if _is_macro_name(m.group(2).decode()) and m.group(1) != b"TORCH_LIBRARY":
+                            by_macro = True
+                        else:
+                            declared.add(m.group(2).decode())
+            top = os.path.abspath(_top(self.files)) if _top(self.files) else ""
+            seen: set[str] = set()
+            for folder in folders:  # CMakeLists.txt next to the linted files and above them, up to the tree's top
+                while folder not in seen and (not top or folder.startswith(top)):
+                    seen.add(folder)
+                    cmake = os.path.join(folder, "CMakeLists.txt")
+                    try:
+                        if os.path.isfile(cmake):
+                            with open(cmake, "rb") as fh:
+                                built.update(m.group(1).decode() for m in _CMAKE_MODULE.finditer(fh.read(_MAX_FILE)))
+                    except OSError:
+                        pass
+                    parent = os.path.dirname(folder)
+                    if parent == folder:
+                        break
+                    folder = parent
+            if not (built or declared) or (by_macro and not built):
+                self._root_names = frozenset()
+            else:
+                names = {part for p in folders for part in Path(p).parts}
+                names |= {Path(path).stem for path, language in self.files if language == "python"}
+                names |= {part for n in built | declared for part in n.split(".")}
+                self._root_names = frozenset(names)
+            self.sources.roots = self._root_names
+        return self._root_names or None
 
     def _imports(self, i: int, tree: ast.Module) -> dict[str, tuple[int, str, str]]:
         """What Python file ``i``'s imports bind: local name -> (level, module, imported name) (``from ..a import
@@ -701,10 +824,13 @@ class CallerIndex:
                 if isinstance(child, ast.ClassDef):
                     visit(child, fn, True)
                     continue
-                hit = ((isinstance(child, ast.Name) and child.id == name)
-                       or (isinstance(child, ast.Attribute) and child.attr == name and not foreign(child, modules)
+                hit = ((isinstance(child, ast.Name) and child.id == name
+                        and not (not own and self._py_function(i, tree, child)))
+                       or (isinstance(child, ast.Attribute) and child.attr == name
+                           and not self._foreign(child, modules)
                            and not (not own and self._py_method(i, tree, child)))
                        or (isinstance(child, ast.Constant) and isinstance(child.value, str) and name in child.value
+                           and not _PATH_STRING.match(child.value)
                            and id(child) not in docs))
                 if hit:
                     if isinstance(child, ast.Constant) or fn is None or in_class:
