@@ -639,10 +639,11 @@ def _returned_pool_stream(text: str, m: re.Match[str], region: Region, pairs: di
         uses = names[region] = {}
         for word in _WORD.finditer(text, region.start, region.end):
             uses.setdefault(word.group(), []).append(word.start())
-    later = [u for u in uses.get(bound.group(1), ()) if u > close]
-    if len(later) != 1:
+    at = uses.get(bound.group(1), [])  # in text order
+    first_later = bisect.bisect_right(at, close)
+    if len(at) - first_later != 1:
         return False
-    use = later[0]
+    use = at[first_later]
     return _RETURN_TAIL.search(text[max(region.start, use - 40) : use]) is not None and _STATEMENT_END.match(
         text, use + len(bound.group(1))) is not None
 
@@ -759,42 +760,95 @@ _RETURN = re.compile(r"\breturn\b")
 _LABEL = re.compile(r"(?:\bcase\b[^;{}]*?|\bdefault\s*|\b[A-Za-z_]\w*\s*):(?!:)")
 
 
-def after_return(text: str, pos: int, pairs: dict[int, int], opens: list[int]) -> bool:
+class _BlockReturns:
+    """One block's own text (nested blocks and parentheses cut out to ``{}`` / ``()``), read once: where its
+    unconditional ``return ...;`` statements end and where a label or a preprocessor line could make the code
+    after them reachable again. ``after_return`` asks it once per finding, so a block with many findings is
+    read once, not once per finding."""
+
+    def __init__(self, text: str, block: int, pairs: dict[int, int]):
+        close = pairs.get(block, -1)
+        stop = close if close > block else len(text)
+        self.stop = stop
+        self.cuts: list[tuple[int, int]] = []  # (open, close) of the brackets cut out, in order
+        self.unmatched = stop  # the first bracket that closes nowhere (or past the block): nothing after it counts
+        self.segs: list[tuple[int, int]] = []  # (text start, own start) of each kept piece
+        parts: list[str] = []
+        n = 0
+        k = block + 1
+        while k < stop:
+            nxt = min((j for j in (text.find("{", k, stop), text.find("(", k, stop)) if j >= 0), default=-1)
+            piece = text[k:stop] if nxt < 0 else text[k:nxt]
+            self.segs.append((k, n))
+            parts.append(piece)
+            n += len(piece)
+            if nxt < 0:
+                break
+            end = pairs.get(nxt, -1)
+            if end < 0 or end >= stop:
+                self.unmatched = nxt
+                break
+            self.cuts.append((nxt, end))
+            parts.append("()" if text[nxt] == "(" else "{}")
+            n += 2
+            k = end + 1
+        own = "".join(parts)
+        self.own = own
+        # (own offset of the `;` ending it) of each unconditional return, in order
+        self.returns: list[int] = []
+        for m in _RETURN.finditer(own):
+            end = own.find(";", m.end())
+            if end < 0:
+                break
+            before = own[: m.start()].rstrip()
+            if before and before[-1] not in ";{}:":
+                continue  # `if (c) return;`, `else return;`: a conditional return
+            if re.search(r"\b(?:else|do)$", before):
+                continue
+            self.returns.append(end)
+        self.hashes = [i for i, c in enumerate(own) if c == "#"] if self.returns else []
+
+    def own_offset(self, pos: int) -> int | None:
+        """``pos`` in own-text offsets; None when it is inside a cut-out bracket or past an unmatched one."""
+        if pos > self.unmatched:
+            return None
+        i = bisect.bisect_right(self.cuts, (pos, len(self.own) + pos)) - 1
+        if i >= 0 and self.cuts[i][0] < pos <= self.cuts[i][1]:
+            return None  # pos is inside an enclosing bracket of this statement
+        j = bisect.bisect_right(self.segs, (pos, len(self.own) + pos)) - 1
+        if j < 0:
+            return 0
+        start, at = self.segs[j]
+        return at + (pos - start)
+
+    def dead(self, pos: int) -> bool:
+        off = self.own_offset(pos)
+        if off is None or not self.returns:
+            return False
+        i = bisect.bisect_left(self.returns, off) - 1
+        if i < 0:
+            return False
+        end = self.returns[i]  # the last unconditional return whose `;` comes before pos: earlier ones add nothing
+        h = bisect.bisect_right(self.hashes, end)
+        if h < len(self.hashes) and self.hashes[h] < off:
+            return False
+        return _LABEL.search(self.own, end + 1, off) is None
+
+
+def after_return(text: str, pos: int, pairs: dict[int, int], opens: list[int],
+                 memo: dict[int, _BlockReturns] | None = None) -> bool:
     """Whether ``pos`` follows an unconditional ``return ...;`` of its own block (``return out; sync();``): code
     no path reaches. A ``return`` that is the body of an ``if``/``else``/loop without braces is conditional; a
-    ``case``/``default``/goto label or a preprocessor line between the return and ``pos`` makes it reachable."""
+    ``case``/``default``/goto label or a preprocessor line between the return and ``pos`` makes it reachable.
+    ``memo`` keeps each block's reading for the next ``pos`` in the same text."""
     block = next(_enclosing(text, pos, pairs, opens), None)
     if block is None or pos - block > 200_000:
         return False
-    # the block's own text before pos, nested blocks and parentheses cut out
-    parts: list[str] = []
-    k = block + 1
-    while k < pos:
-        nxt = min((j for j in (text.find("{", k, pos), text.find("(", k, pos)) if j >= 0), default=-1)
-        if nxt < 0:
-            parts.append(text[k:pos])
-            break
-        parts.append(text[k:nxt])
-        close = pairs.get(nxt, -1)
-        if close < 0 or close >= pos:
-            return False  # pos is inside an unmatched or enclosing bracket of this statement
-        parts.append("()" if text[nxt] == "(" else "{}")
-        k = close + 1
-    own = "".join(parts)
-    for m in _RETURN.finditer(own):
-        end = own.find(";", m.end())
-        if end < 0:
-            break
-        before = own[: m.start()].rstrip()
-        if before and before[-1] not in ";{}:":
-            continue  # `if (c) return;`, `else return;`: a conditional return
-        if re.search(r"\b(?:else|do)$", before):
-            continue
-        rest = own[end + 1 :]
-        if "#" in rest or _LABEL.search(rest):
-            continue
-        return True
-    return False
+    if memo is None:
+        memo = {}
+    if block not in memo:
+        memo[block] = _BlockReturns(text, block, pairs)
+    return memo[block].dead(pos)
 
 
 def in_non_capture_branch(text: str, pos: int, pairs: dict[int, int], opens: list[int]) -> bool:
@@ -1013,12 +1067,13 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
     positions: list[int] = []  # where each finding is, in ``text``
     launch_regions: set[Region] = set()
     seen: set[tuple[str, int]] = set()
+    returns_memo: dict[int, _BlockReturns] = {}  # each block's returns, read once (``after_return``)
 
     def add(code: str, message: str, pos: int, fn: str | None, **evidence) -> None:
         line = loc.line_col(pos)[0]
         if (code, line) in seen:  # one finding per code and line (a launch on getDefaultCUDAStream() is one)
             return
-        if after_return(text, pos, pairs, opens):
+        if after_return(text, pos, pairs, opens, returns_memo):
             return  # below an unconditional return of its block: no path runs it
         seen.add((code, line))
         findings.append(_finding(code, message, path, loc, pos, fn, **evidence))
