@@ -743,22 +743,12 @@ class CallerIndex:
                             by_macro = True
                         else:
                             declared.add(m.group(2).decode())
-            top = os.path.abspath(_top(self.files)) if _top(self.files) else ""
-            seen: set[str] = set()
-            for folder in folders:  # CMakeLists.txt next to the linted files and above them, up to the tree's top
-                while folder not in seen and (not top or folder.startswith(top)):
-                    seen.add(folder)
-                    cmake = os.path.join(folder, "CMakeLists.txt")
-                    try:
-                        if os.path.isfile(cmake):
-                            with open(cmake, "rb") as fh:
-                                built.update(m.group(1).decode() for m in _CMAKE_MODULE.finditer(fh.read(_MAX_FILE)))
-                    except OSError:
-                        pass
-                    parent = os.path.dirname(folder)
-                    if parent == folder:
-                        break
-                    folder = parent
+            for cmake in cmake_files(self.files):
+                try:
+                    with open(cmake, "rb") as fh:
+                        built.update(m.group(1).decode() for m in _CMAKE_MODULE.finditer(fh.read(_MAX_FILE)))
+                except OSError:
+                    pass
             if not (built or declared) or (by_macro and not built):
                 self._root_names = frozenset()
             else:
@@ -985,14 +975,33 @@ def _shown(caller: str) -> str:
     return caller.split(":", 1)[1] if caller.startswith((_OP, _PY)) else caller
 
 
-def _digest_of(files: Iterable[tuple[str, str]], names: Iterable[str]) -> str:
+def cmake_files(files: Sequence[tuple[str, str]]) -> list[str]:
+    """The ``CMakeLists.txt`` next to the linted files and in the folders above them, up to the files' common
+    folder: the build scripts the extension-name search reads, so the verdict cache is keyed on them too."""
+    top = os.path.abspath(_top(files)) if _top(files) else ""
+    seen: set[str] = set()
+    out: list[str] = []
+    for folder in sorted({os.path.dirname(os.path.abspath(path)) for path, _language in files}):
+        while folder not in seen and (not top or folder.startswith(top)):
+            seen.add(folder)
+            cmake = os.path.join(folder, "CMakeLists.txt")
+            if os.path.isfile(cmake):
+                out.append(cmake)
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+    return out
+
+
+def _digest_of(files: Sequence[tuple[str, str]], names: Iterable[str]) -> str:
     h = hashlib.blake2b(digest_size=16)
     for mod in ("cpp_callers.py", "cpp_rules.py"):
         try:
             h.update((Path(__file__).resolve().parent / mod).read_bytes())
         except OSError:
             h.update(mod.encode())
-    for path, language in files:
+    for path, language in [*files, *((c, "cmake") for c in cmake_files(files))]:
         try:
             st = os.stat(path)
             h.update(f"{path}\0{language}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))

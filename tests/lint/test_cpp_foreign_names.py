@@ -12,6 +12,9 @@ from pathlib import Path
 
 from lint_trees import make, tree_findings
 
+from graphcheck.config import Config
+from graphcheck.lint.engine import lint_paths
+
 KERNELS = """\
     #include <torch/extension.h>
     __global__ void kern(float* p) {}
@@ -107,3 +110,18 @@ def test_a_tree_that_names_no_extension_build_keeps_foreign_looking_attributes(t
     # no setup.py: the extension built as TORCH_EXTENSION_NAME may be vllm._C for all the tree says
     got = rows(app(tmp_path, "a", setup_py=""))
     assert [(fn, s) for fn, s, _ in got] == [("gemm", "error"), ("rms_norm", "error")]
+
+
+def test_editing_only_the_cmake_build_is_seen_through_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRAPHCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    # the extension's name comes from CMakeLists.txt here, so a cached verdict must be keyed on that file too
+    root = app(tmp_path, "a", setup_py="")
+    (root / "CMakeLists.txt").write_text("project(app)\n")
+
+    def cached_rows():
+        found = lint_paths([str(root)], Config(root=root), use_cache=True, jobs=1).findings
+        return sorted((f.function, f.severity.value) for f in found if f.code == "GC201")
+
+    assert cached_rows() == [("gemm", "error"), ("rms_norm", "error")]  # no name for the extension: unknown
+    (root / "CMakeLists.txt").write_text("project(app)\npybind11_add_module(punica_ext csrc/rms_norm/rms_norm.cu)\n")
+    assert cached_rows() == [("gemm", "error"), ("rms_norm", "warning")]
