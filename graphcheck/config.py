@@ -13,7 +13,7 @@ Keys: ``select``, ``ignore`` (codes or prefixes such as ``GC1``),
 ``per-file-ignores`` (glob -> codes), ``exclude`` (globs), ``default-exclude`` and
 ``vendor-exclude`` (path-part globs dropped below a linted directory),
 ``entry-points`` (qualified names of capture entry points),
-``custom-op-registrars``, ``host-names``, ``capture-guards``, ``debug-flags``,
+``custom-op-registrars``, ``host-names``, ``capture-guards``, ``debug-flags``, ``prefill-flags``,
 ``data-dependent-ops``, ``eager-functions``, ``harness-functions`` and ``uncaptured-functions`` (the static
 layer's scope and value model; docs/guide/lint.md), ``fail-on`` (error, warning, info, never),
 ``all-functions`` (bool), ``max-file-size`` (bytes). Unknown keys and wrong types
@@ -57,6 +57,10 @@ DEFAULT_VENDOR_EXCLUDE = ("_aipu", "_arm", "_ascend", "_cambricon", "_enflame", 
 DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host", "*_pinned")
 # Flags (names, attributes, environment keys; case-insensitive globs) that are true only when debugging or
 # checking: code under them does not run in captured serving.
+# Names that say prefill in a branch test (prefill-flags): globs, case-insensitive, on the last part of a name,
+# attribute or call the test reads (`if prefill_meta := m.prefill_metadata:`, `if num_prefills > 0:`,
+# `if is_prefill():`). A test that also names decode is none. Engines capture decode; a prefill branch runs eagerly.
+DEFAULT_PREFILL_FLAGS = ("*prefill*",)
 DEFAULT_DEBUG_FLAGS = ("*debug*", "check", "check_*", "*_check", "*_check_*", "*_checks", "*validate*",
                        "*validation*", "*sanity*")
 # Ops that read their data on the host by definition (an output size that depends on the data, a range or
@@ -116,6 +120,7 @@ class Config:
     default_exclude: tuple[str, ...] = DEFAULT_EXCLUDE  # dropped under a linted directory, never when named
     vendor_exclude: tuple[str, ...] = DEFAULT_VENDOR_EXCLUDE  # non-CUDA backends, excluded like default-exclude
     debug_flags: tuple[str, ...] = DEFAULT_DEBUG_FLAGS  # globs of flags true only when debugging/checking
+    prefill_flags: tuple[str, ...] = DEFAULT_PREFILL_FLAGS  # globs of names a prefill branch's test reads
     data_dependent_ops: tuple[str, ...] = DEFAULT_DATA_DEPENDENT  # qualname globs of data-dependent-size ops
     eager_functions: tuple[str, ...] = DEFAULT_EAGER  # qualname globs run before replay: not roots, not walked
     harness_functions: tuple[str, ...] = DEFAULT_HARNESS  # qualname globs of tests/benchmarks/references
@@ -187,8 +192,8 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
 
 # Keys whose value is a list of strings (or one string), stored under the field of the same name.
 _STR_LIST_KEYS = ("entry-points", "custom-op-registrars", "host-names", "capture-guards", "default-exclude",
-                  "vendor-exclude", "debug-flags", "data-dependent-ops", "eager-functions", "harness-functions",
-                  "uncaptured-functions")
+                  "vendor-exclude", "debug-flags", "prefill-flags", "data-dependent-ops", "eager-functions",
+                  "harness-functions", "uncaptured-functions")
 
 
 def _root_glob(pattern: str) -> str:
@@ -236,9 +241,9 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
             values["max_file_size"] = value
         else:
             known = ("select, ignore, per-file-ignores, exclude, default-exclude, vendor-exclude, entry-points, "
-                     "custom-op-registrars, host-names, capture-guards, debug-flags, data-dependent-ops, "
-                     "eager-functions, harness-functions, uncaptured-functions, fail-on, all-functions, "
-                     "max-file-size")
+                     "custom-op-registrars, host-names, capture-guards, debug-flags, prefill-flags, "
+                     "data-dependent-ops, eager-functions, harness-functions, uncaptured-functions, fail-on, "
+                     "all-functions, max-file-size")
             raise ConfigError(f"{where_file}: unknown key {raw_key!r} in [tool.graphcheck] (known: {known})")
     return Config(root=root, source=source, **values)
 

@@ -25,7 +25,7 @@ import ast
 from collections.abc import Sequence
 from typing import Any
 
-from graphcheck.lint.coldpaths import BRANCH_KINDS
+from graphcheck.lint import cold_reach
 from graphcheck.lint.scope import ctx_param
 from graphcheck.lint.values import IDENTITY_OPS
 
@@ -321,8 +321,10 @@ def call_table(index: Any) -> dict[str, list[list[Any]]]:
 
 
 def cold_table(index: Any) -> dict[str, list[str]]:
-    """Reachable functions (dotted) reached only through calls made on a cache miss -> why, e.g.
-    "runs only through `_get_d`'s call on a miss of `D` (line 9), once per key (...)"."""
+    """Reachable functions (dotted) reached only through calls made on a cache miss or a prefill, non-CUDA
+    platform or timing branch -> [why, kind], e.g. "runs only through `_get_d`'s call on a miss of `D` (line
+    9), once per key (...)". A function whose every resolved caller calls it from such a branch, or is such a
+    function, or is prefill code by its name, is one through any number of calls (``cold_reach``)."""
     memo = getattr(index, "_cold_table", None)
     if memo is not None:
         return memo
@@ -330,12 +332,14 @@ def cold_table(index: Any) -> dict[str, list[str]]:
     warm: set[str] = set()
     # a kernel wrapper is a root by what it launches, but when every call of it the tree makes is on a cold
     # path (a prefill branch), it is reached only through that path: it does not start warm
-    cold_only = _cold_only_roots(index)
+    cold_only = cold_reach.cold_only(index)
     stack = [root for root in index.roots if root not in cold_only]
     while stack:
         dotted = stack.pop()
         if dotted in warm or dotted not in index.funcs:
             continue
+        if dotted not in index.roots and cold_reach.prefill_named(index, dotted) is not None:
+            continue  # prefill code by its name: what it calls is not warm through it
         warm.add(dotted)
         stack.extend(index.children.get(dotted, ()))
         rec = index.funcs[dotted][2]
@@ -350,9 +354,9 @@ def cold_table(index: Any) -> dict[str, list[str]]:
     for dotted in index.parent:
         if dotted in warm:
             continue
-        if dotted in cold_only:
-            caller, why, kind = cold_only[dotted]
-            out[dotted] = [f"runs only through `{index.funcs[caller][1]}`'s call {why}", kind]
+        origin = cold_only.get(dotted)
+        if origin is not None and not origin.via and not origin.named and dotted in index.roots:
+            out[dotted] = [f"runs only through `{index.funcs[origin.caller][1]}`'s call {origin.why}", origin.kind]
             continue
         chain = index.chain(dotted)
         for caller, callee in zip(chain, chain[1:]):
@@ -361,36 +365,13 @@ def cold_table(index: Any) -> dict[str, list[str]]:
             if edge is not None:
                 out[dotted] = [f"runs only through `{index.funcs[caller][1]}`'s call {edge[0]}", edge[1]]
                 break
+        else:
+            if origin is not None and dotted not in index.why_uncaptured:  # one walked as uncaptured says why
+                out[dotted] = [cold_reach.describe(index, dotted, origin), origin.kind]
     index._missing = saved
     index._cold_table = out
     return out
 
 
 # root reasons of kernel wrappers (a root by what it launches, not by how it is registered or captured)
-_LAUNCH_REASONS = ("launches ", "calls extension op", "compiles ")
-
-
-def _cold_only_roots(index: Any) -> dict[str, tuple[str, str, str]]:
-    """Kernel-wrapper roots that the tree calls, every call from a prefill, non-CUDA platform or timing branch
-    -> (a caller, why, the kind of branch). A wrapper
-    nothing in the tree calls is not here: outside callers may capture it."""
-    roots = {d for d, (reason, _guess) in index.roots.items()
-             if d not in index.forced and str(reason).startswith(_LAUNCH_REASONS)}
-    if not roots:
-        return {}
-    edges = index.call_edges()
-    out: dict[str, tuple[str, str, str]] = {}
-    for target in roots:
-        first_cold = None
-        for caller, callee, _how in edges.get(target, ()):
-            if caller == target:
-                continue
-            cold = {c: (why, kind) for c, why, kind in index.funcs[caller][2].get("cold", ())}.get(callee)
-            if cold is None or cold[1] not in BRANCH_KINDS:
-                break  # a warm call, or one on a cache miss
-            if first_cold is None:
-                first_cold = (caller, cold[0], cold[1])
-        else:
-            if first_cold is not None:
-                out[target] = first_cold
-    return out
+_LAUNCH_REASONS = cold_reach.LAUNCH_REASONS

@@ -43,9 +43,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import fnmatch
 import functools
 import re
 from collections.abc import Sequence
+
+from graphcheck.config import DEFAULT_PREFILL_FLAGS
 
 FIRST_USE = "once per key (first use, normally a warm-up before capture)"
 # the kinds of cold path, as findings name them (evidence "path") and summaries store them
@@ -215,16 +218,19 @@ def measuring_name(name: str) -> bool:
     return timing_name(name) or any(w in TUNING_WORDS for w in name_words(name))
 
 
-def branch_ranges(nodes: Sequence[ast.AST], prefill: bool = True, roles: bool = True) -> list[Cold]:
+def branch_ranges(nodes: Sequence[ast.AST], prefill: Sequence[str] = DEFAULT_PREFILL_FLAGS,
+                  roles: bool = True) -> list[Cold]:
     """Blocks of a function (its nodes ``nodes``) that run only for prefill (a test naming a prefill flag and
     nothing about decode), on a non-CUDA platform (``if IS_NPU:``, ``if current_platform.is_xpu():``, ``if
     device.type == "npu":``, the ``else`` of ``if not is_npu():``) or when timing kernels (``if timing:``).
-    ``prefill``/``roles`` say which kinds the module can hold at all (a module that never spells them)."""
+    ``prefill``: the ``prefill-flags`` globs, empty when the module cannot hold a prefill test (it never spells
+    one); ``roles``: whether it can hold a platform or timing test."""
     out = []
+    flags = tuple(prefill)
     for node in nodes:
         if not isinstance(node, ast.If):
             continue
-        on_true = _prefill_test(node.test) if prefill else None
+        on_true = _prefill_test(node.test, flags) if flags else None
         if on_true is not None:
             block = node.body if on_true else node.orelse
             if block:
@@ -247,7 +253,7 @@ def branch_ranges(nodes: Sequence[ast.AST], prefill: bool = True, roles: bool = 
     return out
 
 
-def _prefill_test(test: ast.AST) -> bool | None:
+def _prefill_test(test: ast.AST, flags: tuple[str, ...] = DEFAULT_PREFILL_FLAGS) -> bool | None:
     """Whether the branch taken for prefill is the true one (True), the false one (False), or None when
     ``test`` is not a prefill test. ``has_prefill``, ``n_prefills > 0``, ``m.prefill is not None``,
     ``is_prefill()``, ``a and has_prefill`` (true arm only) and their ``not``."""
@@ -260,11 +266,11 @@ def _prefill_test(test: ast.AST) -> bool | None:
     if any("decode" in n or "decoding" in n for n in lowered):
         return None
     if isinstance(test, ast.BoolOp):
-        if isinstance(test.op, ast.And) and not negated and any(_prefill_test(v) is True for v in test.values):
+        if isinstance(test.op, ast.And) and not negated and any(_prefill_test(v, flags) is True for v in test.values):
             return True
         return None
     if isinstance(test, ast.Compare):
-        if len(test.ops) != 1 or not _prefill_name(test.left):
+        if len(test.ops) != 1 or not _prefill_name(test.left, flags):
             return None
         op, right = test.ops[0], test.comparators[0]
         if not isinstance(right, ast.Constant):
@@ -278,18 +284,36 @@ def _prefill_test(test: ast.AST) -> bool | None:
             return present != negated
         return None
     if isinstance(test, ast.Call) and not test.args and not test.keywords:
-        return (not negated) if _prefill_name(test.func) else None
-    if isinstance(test, (ast.Name, ast.Attribute)) and _prefill_name(test):
+        return (not negated) if _prefill_name(test.func, flags) else None
+    if isinstance(test, (ast.Name, ast.Attribute)) and _prefill_name(test, flags):
         return not negated
-    if isinstance(test, ast.NamedExpr) and _prefill_name(test.target):
+    if isinstance(test, ast.NamedExpr) and _prefill_name(test.target, flags):
         return not negated
     return None
 
 
-def _prefill_name(node: ast.AST) -> bool:
-    """A name or attribute whose last part says prefill (``has_prefill``, ``num_prefills``, ``is_prefill``)."""
+def _prefill_name(node: ast.AST, flags: tuple[str, ...] = DEFAULT_PREFILL_FLAGS) -> bool:
+    """A name or attribute whose last part says prefill (``has_prefill``, ``num_prefills``, ``is_prefill``): it
+    matches a ``prefill-flags`` glob, case-insensitively."""
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
-    return "prefill" in name.lower()
+    return bool(name) and prefill_flag(name, flags)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def prefill_flag(name: str, flags: tuple[str, ...]) -> bool:
+    """Whether ``name`` matches one of the ``prefill-flags`` globs ``flags`` (case-insensitive)."""
+    low = name.lower()
+    return any(fnmatch.fnmatchcase(low, glob.lower()) for glob in flags)
+
+
+def prefill_words(flags: Sequence[str]) -> tuple[str, ...]:
+    """The literal text each ``prefill-flags`` glob needs (its longest run without wildcards, lower case): a
+    module that spells none of them holds no prefill test. A glob of wildcards only gives ``""`` (any module)."""
+    out = []
+    for glob in flags:
+        parts = re.split(r"[*?]|\[[^\]]*\]", glob.lower())
+        out.append(max(parts, key=len) if parts else "")
+    return tuple(out)
 
 
 def _role_test(test: ast.AST, simple) -> tuple[bool, str] | None:

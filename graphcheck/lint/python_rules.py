@@ -32,11 +32,13 @@ from graphcheck.config import (
     DEFAULT_DEBUG_FLAGS,
     DEFAULT_EAGER,
     DEFAULT_HARNESS,
+    DEFAULT_PREFILL_FLAGS,
     DEFAULT_UNCAPTURED,
 )
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint import callers, capture_sites
 from graphcheck.lint.closures import ModuleFacts
+from graphcheck.lint.cold_reach import PREFILL_CODE
 from graphcheck.lint.coldpaths import BRANCH_KINDS, CACHE_MISS, OPT_IN, OPTIONAL_ARGUMENT
 from graphcheck.lint.files import glob_regex, python_lines
 from graphcheck.lint.ranks import DEAD_BRANCH, Dead, dead_branches
@@ -46,7 +48,7 @@ from graphcheck.lint.values import DEFAULT_HOST_NAMES, RANDOM_FACTORIES, is_buil
 
 _TEXT_LIMIT = 60
 # evidence "path" of findings on paths capture does not run
-_COLD_KINDS = (CACHE_MISS, OPTIONAL_ARGUMENT, DEAD_BRANCH, *BRANCH_KINDS)
+_COLD_KINDS = (CACHE_MISS, OPTIONAL_ARGUMENT, DEAD_BRANCH, PREFILL_CODE, *BRANCH_KINDS)
 # a reach reason that names a capture site (the kernel's first call may be inside the capture)
 _CAPTURE_SITE = re.compile(r"torch\.cuda\.graph|capture_begin|make_graphed_callables|recorded")
 # What each host read found by Facts.sync_kind does, after "`<the call>` "; {where} names the capture path.
@@ -247,7 +249,8 @@ class _Linter:
         self.path = path
         self.context = context
         ctx = context or {}
-        self.index = ModuleIndex(tree, source, aliases=ctx.get("aliases"), kernels=ctx.get("kernels"))
+        self.index = ModuleIndex(tree, source, aliases=ctx.get("aliases"), kernels=ctx.get("kernels"),
+                                 prefill_flags=ctx.get("prefill_flags", DEFAULT_PREFILL_FLAGS))
         self.all_functions = all_functions
         self.entry_points = entry_points
         self.findings: list[Finding] = []

@@ -22,8 +22,9 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast
 
+from graphcheck.config import DEFAULT_PREFILL_FLAGS
 from graphcheck.lint.aliases import Aliases
-from graphcheck.lint.coldpaths import Cold, branch_ranges, first_use_ranges
+from graphcheck.lint.coldpaths import Cold, branch_ranges, first_use_ranges, prefill_words
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPE_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -171,8 +172,9 @@ class FuncInfo:
                 self.node, self.own_nodes(), self.group("if"), self.group("lookup"), self.group("assign"))
         return found
 
-    def branches(self, prefill: bool, roles: bool) -> list[Cold]:
-        """``coldpaths.branch_ranges`` of this function's own nodes (shared: never change it)."""
+    def branches(self, prefill: tuple[str, ...], roles: bool) -> list[Cold]:
+        """``coldpaths.branch_ranges`` of this function's own nodes (shared: never change it); ``prefill``: the
+        ``prefill-flags`` globs the module may spell (``ModuleIndex.prefill``)."""
         memo = node_memo(self.node)
         key = ("branches", prefill, roles)
         found = memo.get(key)
@@ -328,9 +330,11 @@ class ModuleIndex:
     """Structure of one module: imports, functions, kernels, registrations."""
 
     def __init__(self, tree: ast.Module, source: str, aliases: dict[str, str] | None = None,
-                 kernels: dict[str, list] | None = None) -> None:
+                 kernels: dict[str, list] | None = None,
+                 prefill_flags: Sequence[str] = DEFAULT_PREFILL_FLAGS) -> None:
         """``aliases`` and ``kernels`` come from the project index: imported names that resolve,
-        through in-tree re-exports, to an external module (``triton``), and imported Triton kernels."""
+        through in-tree re-exports, to an external module (``triton``), and imported Triton kernels.
+        ``prefill_flags``: the ``prefill-flags`` globs (names a prefill branch's test reads)."""
         self.source = source
         self.aliases = Aliases()
         self.functions: list[FuncInfo] = []
@@ -369,7 +373,9 @@ class ModuleIndex:
         self.mentions_triton = "triton" in source
         # a prefill branch is a test naming a prefill flag: a module that never spells it has none
         low = source.lower()
-        self.mentions_prefill = "prefill" in low
+        flags = tuple(prefill_flags)
+        self.mentions_prefill = any(word in low for word in prefill_words(flags))
+        self.prefill: tuple[str, ...] = flags if self.mentions_prefill else ()  # the globs, when it may hold one
         # platform and timing branches test a flag that spells a non-CUDA platform or timing/profiling
         self.mentions_roles = _ROLE_WORDS.search(low) is not None
         self._lines: list[str] | None = None
