@@ -54,9 +54,12 @@ class Origin:
 def prefill_named(index: Any, dotted: str) -> str | None:
     """The reason ``dotted`` is prefill code by its name (an ``uncaptured-functions`` glob of the ``prefill``
     group), or None."""
+    why = index.uncaptured_reason(dotted)  # memoized on the index (the reach walk asks it of most functions)
+    if why is None:
+        return None
     module, qual, _rec = index.funcs[dotted]
     hit = index.uncaptured.match(qual, index.by_module.get(module))
-    return index.uncaptured_reason(dotted) if hit is not None and hit[1] in _PREFILL_GLOBS else None
+    return why if hit is not None and hit[1] in _PREFILL_GLOBS else None
 
 
 def cold_only(index: Any) -> dict[str, Origin]:

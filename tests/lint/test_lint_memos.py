@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from graphcheck.config import DEFAULT_PREFILL_FLAGS
 from graphcheck.lint import coldpaths
 from graphcheck.lint.python_rules import lint_python
 from graphcheck.lint.scope import (
@@ -72,7 +73,7 @@ def test_node_facts_are_those_of_the_uncached_walks() -> None:
             first = coldpaths.first_use_ranges(other, own)
             assert info.first_use() == first and info.first_use() is info.first_use()
             counts["first_use"] += bool(first)
-            for prefill, roles in itertools.product((False, True), repeat=2):
+            for prefill, roles in itertools.product(((), DEFAULT_PREFILL_FLAGS), (False, True)):
                 ranges = coldpaths.branch_ranges(own, prefill, roles)
                 assert info.branches(prefill, roles) == ranges
                 counts["branches"] += bool(ranges)
