@@ -92,7 +92,7 @@ def cold_only(index: Any) -> dict[str, Origin]:
         cls = dotted.rpartition(".")[0]
         if cls in index.classes:  # a method: its callers are known only when its objects are
             if cls not in held:
-                held[cls] = _held_only(index, cls, edges)
+                held[cls] = _held_only(index, cls)
             return held[cls]
         return True
 
@@ -144,12 +144,28 @@ def cold_only(index: Any) -> dict[str, Origin]:
     return out
 
 
-def _held_only(index: Any, cls: str, edges: dict[str, list[tuple[str, str, str]]]) -> bool:
+def _constructions(index: Any) -> dict[str, list[str]]:
+    """Class (dotted) -> the functions that call it (build an object of it), whether or not it defines an
+    ``__init__``; read off the calls the index resolves (memoized on the index)."""
+    memo = getattr(index, "_constructions", None)
+    if memo is not None:
+        return memo
+    out: dict[str, list[str]] = {}
+    for caller, (_module, _qual, rec) in index.funcs.items():
+        for callee in rec.get("calls", ()):
+            found = index.resolve(callee)
+            if found is not None and found[0] == "class":
+                out.setdefault(found[1], []).append(caller)
+    index._constructions = out
+    return out
+
+
+def _held_only(index: Any, cls: str) -> bool:
     """Whether every object of class ``cls`` the tree builds is held in an attribute that an ``__init__`` sets
     (``self.bs_attn = Cls(...)``), so the index resolves the calls made on it (``self.bs_attn(...)``) and those
     of its methods. An object built anywhere else (``return Block(...)``, a list of layers called in a loop)
     may be called by code the index cannot follow; so may one of a class the tree never builds."""
-    makers = [caller for caller, _callee, how in edges.get(f"{cls}.__init__", ()) if how == "class"]
+    makers = _constructions(index).get(cls)
     if not makers:
         return False
     for maker in makers:
