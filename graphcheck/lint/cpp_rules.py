@@ -611,6 +611,68 @@ _NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {
 }
 
 
+# `at::cuda::setCurrentCUDAStream(` just before a `getDefaultCUDAStream(...)` it takes as its whole argument
+_SET_CURRENT_HEAD = re.compile(r"(?<![\w.>])(?:(?:at|c10)\s*::\s*cuda\s*::\s*)?setCurrentCUDAStream\s*\(\s*$")
+# another reset of the current stream after it (`c10::hip::setCurrentHIPStream(...)` of a ROCm branch)
+_SET_STREAM_CALL = re.compile(r"(?<![\w.>])(?:\w+\s*::\s*)*setCurrent(?:CUDA|HIP)Stream\s*\($")
+_LOOP_WORD = re.compile(r"\b(?:for|while|do)\b")
+
+
+def _thread_stream_reset(text: str, m: re.Match[str], region: Region | None, pairs: dict[int, int],
+                         launch_regions: set[Region]) -> str | None:
+    """``setCurrentCUDAStream(getDefaultCUDAStream(...))`` (``m``: the getter) when it is all its function does
+    with streams: the function launches nothing and reads no current stream, the reset is in no loop, and after
+    it the body holds no call but other such resets (``return;``, braces and preprocessor lines are fine). The
+    text of the reset, else None (a function that resets and then launches, or calls anything, keeps the
+    error: its work goes to the default stream)."""
+    if region is None or region in launch_regions:
+        return None
+    head = _SET_CURRENT_HEAD.search(text, max(region.start, m.start() - 120), m.start())
+    reset = _reset_call(text, m, region, pairs)
+    if head is None or reset is None:
+        return None
+    outer_close = pairs[text.rfind("(", head.start(), m.start())]
+    semi = outer_close + 1
+    while semi < region.end and text[semi] in " \t\r\n":
+        semi += 1
+    if semi >= region.end or text[semi] != ";":
+        return None
+    body = text[region.start + 1 : region.end]
+    if _CURRENT_STREAM.search(body) or _LOOP_WORD.search(text, region.start, head.start()):
+        return None
+    rest = _flatten_directives(text[semi + 1 : region.end], _directive_spans(text[semi + 1 : region.end]))
+    pos = 0
+    while True:  # later resets (another backend's branch) are skipped whole; any other call is work
+        k = rest.find("(", pos)
+        if k < 0:
+            break
+        if _SET_STREAM_CALL.search(rest[max(0, k - 120) : k + 1]) is None:
+            return None
+        depth, j = 0, k
+        while j < len(rest):
+            depth += (rest[j] == "(") - (rest[j] == ")")
+            if depth == 0:
+                break
+            j += 1
+        pos = j + 1
+    if "<<<" in rest:
+        return None
+    return reset
+
+
+def _reset_call(text: str, m: re.Match[str], region: Region, pairs: dict[int, int]) -> str | None:
+    """The text of ``setCurrentCUDAStream(getDefaultCUDAStream(...))`` when ``m`` (the getter) is that call's
+    whole argument, else None."""
+    head = _SET_CURRENT_HEAD.search(text, max(region.start, m.start() - 120), m.start())
+    if head is None:
+        return None
+    inner_close = pairs.get(m.end() - 1, -1)
+    outer_close = pairs.get(text.rfind("(", head.start(), m.start()), -1)
+    if inner_close < 0 or outer_close < 0 or text[inner_close + 1 : outer_close].strip():
+        return None
+    return " ".join(text[head.start() : outer_close + 1].split())
+
+
 _QUALIFIED_TAIL = re.compile(r"(?:\b\w+\s*::\s*)*$")
 _RETURN_TAIL = re.compile(r"\breturn\s*$")
 _BOUND_TAIL = re.compile(r"(?<![\w.>])(\w+)\s*=\s*$")
@@ -1199,6 +1261,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             add(code, msg, m.start(group), region.name, call=call)
 
     # 4. getDefaultCUDAStream() used as a stream (not only compared against)
+    reset_only: dict[Region, bool] = {}  # a function whose only stream work is a thread's stream reset
     for m in _finditer(_DEFAULT_STREAM_CALL, text):
         region = loc.region(m.start())
         if setup(region):
@@ -1208,9 +1271,24 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
         after = text[close + 1 : close + 5] if close >= 0 else ""
         if "==" in before or "!=" in before or after.lstrip().startswith(("==", "!=")):
             continue
+        count = len(findings)
         add("GC201", "`getDefaultCUDAStream()` is the default stream, not the current (capturing) one; work "
             "enqueued on it is not captured", m.start(), region.name if region else None,
             stream="getDefaultCUDAStream()")
+        if len(findings) == count or region is None:
+            continue
+        if region not in reset_only:  # asked of the region's first use: every later use is in what it checks
+            reset_only[region] = _thread_stream_reset(text, m, region, pairs, launch_regions) is not None
+        reset = _reset_call(text, m, region, pairs) if reset_only[region] else None
+        if reset is not None:
+            # it enqueues nothing: the hazard is in whatever this thread launches later, which the rules do not
+            # follow; a warning that says so
+            findings[-1] = dataclasses.replace(
+                findings[-1], severity=Severity.WARNING,
+                evidence={**findings[-1].evidence, "path": "thread stream reset", "call": reset},
+                message=f"`{region.name}` sets the calling thread's current stream to the default stream (`{reset}`) "
+                "and enqueues nothing itself; later work on this thread goes to the default stream, so a capture on "
+                "this thread must set its own stream (a stream guard) after this call")
 
     # 5. a stream argument 0/nullptr to a function that takes a cudaStream_t
     _stream_args_to_launchers(text, source, regions, pairs, add, setup, loc)

@@ -120,6 +120,57 @@ def test_gc201_get_default_stream_as_a_value_but_not_in_a_comparison():
     assert lint(src) == [(2, "GC201")]
 
 
+RESET = """\
+inline void setCurrentThreadDefaultStream(int device_id) {
+    if (device_id < 0) {
+        return;
+    }
+#if USING_CUDA
+    at::cuda::setCurrentCUDAStream(at::cuda::getDefaultCUDAStream(device_id));
+#elif USING_ROCM
+    c10::hip::setCurrentHIPStream(c10::hip::getDefaultHIPStream(device_id));
+#endif
+}
+"""
+
+
+def test_gc201_a_thread_stream_reset_that_enqueues_nothing_is_a_warning():
+    # rtp-llm's DevicePin.h (tenth out-of-sample check, row 18): run at thread start, it only points the thread's
+    # current stream back at the default stream
+    found = lint_source(RESET, "DevicePin.h", "cpp")
+    assert [(f.line, f.code, f.severity.value) for f in found] == [(6, "GC201", "warning")]
+    assert found[0].message == (
+        "`setCurrentThreadDefaultStream` sets the calling thread's current stream to the default stream "
+        "(`at::cuda::setCurrentCUDAStream(at::cuda::getDefaultCUDAStream(device_id))`) and enqueues nothing itself; "
+        "later work on this thread goes to the default stream, so a capture on this thread must set its own "
+        "stream (a stream guard) after this call")
+    assert found[0].evidence["path"] == "thread stream reset"
+
+
+@pytest.mark.parametrize("after", [
+    "  k<<<1, 1, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<float>());\n",  # launches on it
+    "  x.zero_();\n",  # any call may enqueue work on it
+    "  run_step(x);\n",
+])
+def test_gc201_a_reset_followed_by_work_in_the_same_body_stays_an_error(after):
+    src = ("__global__ void k(float* p) {}\nvoid op(at::Tensor x) {\n"
+           "  at::cuda::setCurrentCUDAStream(at::cuda::getDefaultCUDAStream());\n" + after + "}\n")
+    found = [(f.line, f.code, f.severity.value) for f in lint_source(src, "ops.cu", "cpp")]
+    assert (3, "GC201", "error") in found
+
+
+def test_gc201_a_reset_in_a_loop_or_a_function_that_launches_or_a_guard_stays_an_error():
+    loop = ("void op(at::Tensor x) {\n  for (int i = 0; i < 2; ++i) {\n"
+            "    at::cuda::setCurrentCUDAStream(at::cuda::getDefaultCUDAStream());\n  }\n}\n")
+    launches_first = ("__global__ void k(float* p) {}\nvoid op(at::Tensor x) {\n"
+                      "  k<<<1, 1, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<float>());\n"
+                      "  at::cuda::setCurrentCUDAStream(at::cuda::getDefaultCUDAStream());\n}\n")
+    guard = "void op(at::Tensor x) {\n  c10::cuda::CUDAStreamGuard g(at::cuda::getDefaultCUDAStream());\n}\n"
+    for src, line in ((loop, 3), (launches_first, 4), (guard, 2)):
+        found = [(f.line, f.code, f.severity.value) for f in lint_source(src, "ops.cu", "cpp")]
+        assert (line, "GC201", "error") in found, src
+
+
 # --- GC202: pool streams never joined ----------------------------------------------------------
 
 
