@@ -12,8 +12,17 @@ other place of a C++ file (a call, ``&f`` in a pybind ``m.def`` or a
 when a Python use of it is live; a use inside a private Python function (``_f``, or any function of a
 private module such as ``_custom_ops.py``) is live only through that function's own live uses.
 An op that only tests and benchmarks name in Python (a ``test``/``bench``/``benchmarks`` folder, ``test_*.py``,
-``bench_*.py``), while other Python names another op bound in the same C++ file, is reached only from them (the
-package wraps its ops one by one, and not this one): its function's errors are warnings that say so.
+``bench_*.py``; linted, or left out by the default excludes and read only for the ops they name), while other
+Python names another op bound in the same C++ file, is reached only from them (the package wraps its ops one by
+one, and not this one): its function's errors are warnings that say so, unless package code may hand an
+extension's ops out wholesale (a star import of a module that is not the tree's, a module ``__getattr__``) or an
+example names the op. In an application tree (one that captures its own graphs) an op no linted Python names is
+dead; the message names the tests, benchmarks or examples that do.
+C++ functions are matched by name, but a call of ``f`` in a file whose translation unit (the file and the linted
+headers it includes) surely holds a definition of its own (a body, no prototype, only unqualified calls and
+``&f``, no include of the other ``f``'s file, no quoted header the tree lacks) is a use of that definition, not of
+a same-name function in another file: it is left out of that function's callers (one level; callers above are
+matched by name), when the name alone keeps the function live.
 A reference from another function counts only if that function is itself referenced
 (followed a few levels, then assumed live); a reference at file scope or inside a
 macro-named block (``PYBIND11_MODULE``, ``TORCH_LIBRARY``) is a binding, so live.
@@ -51,6 +60,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphcheck.findings import Finding, Severity
+from graphcheck.lint.files import common_folder as files_common
 
 if TYPE_CHECKING:
     from graphcheck.lint.cpp_rules import Region
@@ -65,6 +75,8 @@ _HARNESS = "<harness>"  # first element of a verdict: bound as an op only test/b
 _PROGRAM = "<program>"  # first element of a verdict: only a standalone program's `main` calls the function
 _APP = "<application>"  # first element of a verdict: bound as ops no Python file of an application tree names
 _SITE = "@"  # a verdict element that is a `main` (`path:line`), not a caller
+_OWN = "="  # a verdict element that is a file calling a same-name function of its own (`path`), not a caller
+_USER = "~"  # a verdict element of an application's op: a test, benchmark or example file naming it (`path`)
 _HARNESS_DIRS = frozenset({"test", "tests", "testing", "bench", "benchmark", "benchmarks"})
 _HARNESS_FILE = re.compile(r"^(?:test_.*|.*_test|bench_.*|benchmark_.*)\.py$")
 # words of a C++ function name that say it times or profiles kernels (`timing_loop_flush_cache_impl`)
@@ -89,6 +101,13 @@ _CMAKE_MODULE = re.compile(rb"(?i)\b(?:pybind11_add_module|nanobind_add_module|p
 # a file path in a Python string (a build script's source list, `"csrc/rms_norm/rms_norm.cu"`): no use of a function
 _PATH_STRING = re.compile(r"^(?=[^/\\]*[/\\]|.*\.(?:cu|cuh|cc|cpp|cxx|c|h|hpp|hh|inl|py|so|o)$)[\w.+\-/\\]+\Z")
 _MACRO_DEPTH = 4  # macros expanded in macros followed before a reference is assumed live
+# `#include "a/b.h"` / `#include <a/b.h>` (group 1: the opening quote or bracket, group 2: the path)
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
+# a quoted include of a toolkit or framework header, which declares none of the tree's functions
+_TOOLKIT_HEADER = re.compile(r"^(?:(?:torch|ATen|c10|pybind11|cutlass|cute|cub|thrust|cuda|cooperative_groups)/|"
+                             r"(?:cuda|cu|nv|curand|cublas|cusparse|cudnn|vector_types|math_constants|"
+                             r"device_launch_parameters|mma|sm_\d)\w*\.h(?:pp)?$)")
+_MAX_CLOSURE = 64  # files of a translation unit followed through includes, at most; past it, unknown
 # `m.def("op", ...` / `.impl("ns::op", ...`: a binding call that names its op (group 1: its `(`, group 2: the op)
 _DEF_CALL = re.compile(r'\.(?:def|impl)\s*(\()\s*"\s*(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)')
 # a class (or struct, union, enum) name being defined or declared: `struct X {`, `class X;`, `friend class X;`
@@ -258,6 +277,38 @@ class _CppFile:
         return [m.start() for m in re.finditer(r"(?<![\w])" + re.escape(macro) + r"(?![\w])", self.text[:end])
                 if m.start() >= define.end and self._directive(m.start()) != ""]
 
+    def local_mentions(self, name: str) -> tuple[bool, bool] | None:
+        """(whether this file defines a function ``name``, whether it calls or takes the address of one) when every
+        mention of ``name`` here is a definition head, inside a body of that name, or an unqualified call
+        ``name(...)`` or ``&name`` in code; None for anything else (a declaration without a body, ``X::name``,
+        ``obj.name``, a macro argument): those may refer to a definition elsewhere."""
+        text = self.text
+        heads = {self._head_of(r, name) for r in self.regions if r.name == name}
+        n = len(text)
+        uses = False
+        for m in re.finditer(r"(?<![\w])" + re.escape(name) + r"(?![\w])", text):
+            p = m.start()
+            if p in heads:
+                continue
+            region = self.loc.region(p)
+            if region is not None and region.name == name:
+                continue  # its own body (recursion)
+            j = p - 1
+            while j >= 0 and text[j] in " \t\r\n":
+                j -= 1
+            if j >= 0 and text[j] in ".>:~":
+                return None  # `obj.f`, `p->f`, `X::f`, `Base<T>f`: a member or another scope's function
+            k = m.end()
+            while k < n and text[k] in " \t\r\n":
+                k += 1
+            if k < n and text[k] == "(" and not self._declares(p, m.end()):
+                uses = True  # a call
+            elif j >= 0 and text[j] == "&" and not (k < n and text[k] in "(<"):
+                uses = True  # `&f`: its address, handed to a binding
+            else:
+                return None
+        return bool(heads), uses
+
     def _static_class(self, region: Region) -> str | None:
         """``X`` when ``region`` is a static member function defined in the body of ``struct X``/``class X``: it is
         called as ``X::f(...)`` or through a template parameter bound to ``X`` (traits dispatch,
@@ -416,7 +467,7 @@ class LintedSources:
         self._at: dict[str, int] | None = None
         self.cpp: dict[int, _CppFile | None] = {}
         self.py_trees: dict[int, ast.Module | None] = {}
-        self.py_skips: dict[int, tuple[set[int], dict[str, str]]] = {}  # see ``python_skips``
+        self.py_skips: dict[int | str, tuple[set[int], dict[str, str]]] = {}  # see ``python_skips``
         self.roots: frozenset[str] | None = None  # see ``CallerIndex._roots``
 
     def data(self) -> list[bytes]:
@@ -448,13 +499,27 @@ class CallerIndex:
     """Who references a name, over the files of one lint run. ``sources`` shares the files' bytes (and
     their C++ readings and Python trees) with another index over the same ``files``."""
 
-    def __init__(self, files: Sequence[tuple[str, str]], sources: LintedSources | None = None):
+    def __init__(self, files: Sequence[tuple[str, str]], sources: LintedSources | None = None,
+                 tests: Sequence[str] = ()):
         self.files = list(files)
         if sources is None or sources.files != self.files:
             sources = LintedSources(self.files)
+        # Python files of the tree left out of the lint as tests, benchmarks, examples (``engine``'s default
+        # excludes): read only for the ops they name, which no linted Python names
+        self.tests = list(tests)
+        self._test_trees: dict[str, ast.Module | None] = {}
+        self._test_data: list[bytes] | None = None
+        self._test_users: dict[str, list[str]] = {}  # op -> the excluded files that name it (shown paths)
+        self.app_users: dict[str, list[str]] = {}  # op of an application tree -> the excluded files naming it
+        # scoped name -> (function name, C++ files whose references to it are to a definition of their own)
+        self._scopes: dict[str, tuple[str, frozenset[int]]] = {}
+        self._by_base: dict[str, list[int]] | None = None  # file name -> linted C++ files of that name
+        self._closures: dict[int, frozenset[int] | None] = {}
+        self._export: bool | None = None  # whether the package's Python may export an extension wholesale
         self.sources = sources
         self._cpp = sources.cpp
         self._referrers: dict[str, set[str]] = {}
+        self._mentioned: dict[str, list[int]] = {}  # name -> the files that mention it as a word
         self._timed: dict[str, dict[str, bool]] = {}  # name -> {caller: every reference in a timing branch}
         self._built: dict[str, dict[str, bool]] = {}  # name -> {caller: every reference in a constructor}
         self._mains: dict[str, list[tuple[str, int, bool]]] = {}  # name -> [(path, line, entry)] of `main`s naming it
@@ -466,8 +531,8 @@ class CallerIndex:
         # op -> (the test/benchmark files that name it, an op of the same binding file other Python names)
         self.harness_only: dict[str, tuple[list[str], str]] = {}
         self._py_defs: dict[str, set[tuple[str, str]]] = {}  # name -> {(path, class or "")} defining it in Python
-        self._py_imports: dict[int, dict[str, tuple[int, str, str]]] = {}  # see ``_imports``
-        self._py_rebound: dict[int, set[str]] = {}  # see ``_rebound``
+        self._py_imports: dict[int | str, dict[str, tuple[int, str, str]]] = {}  # see ``_imports``
+        self._py_rebound: dict[int | str, set[str]] = {}  # see ``_rebound``
         self._root_names: frozenset[str] | None = None  # see ``_roots`` (empty: unknown)
         # in an application tree (one that captures its own graphs, ``deadcode.capture_site``): where it does;
         # an op no Python file of the tree names is then dead there, not called from outside
@@ -479,9 +544,11 @@ class CallerIndex:
         return self.sources.data()
 
     def _mentions(self, name: str) -> list[int]:
-        key = name.encode()
-        word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(key) + rb"(?![A-Za-z0-9_])")
-        return [i for i, data in enumerate(self._index()) if key in data and word.search(data)]
+        if name not in self._mentioned:
+            key = name.encode()
+            word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(key) + rb"(?![A-Za-z0-9_])")
+            self._mentioned[name] = [i for i, data in enumerate(self._index()) if key in data and word.search(data)]
+        return self._mentioned[name]
 
     def _cpp_file(self, i: int) -> _CppFile | None:
         if i not in self._cpp:
@@ -501,16 +568,28 @@ class CallerIndex:
             out: set[str] = set()
             if len(self._referrers) >= _BUDGET:
                 return {_LIVE}
-            bare = name.split(":", 1)[1] if name.startswith((_OP, _PY)) else name
-            mentions = self._mentions(bare)
+            scope = self._scopes.get(name)
+            if scope is not None:  # a C++ function; the files calling a definition of their own left out
+                bare = scope[0]
+                mentions = [i for i in self._mentions(bare) if i not in scope[1]]
+            else:
+                bare = name.split(":", 1)[1] if name.startswith((_OP, _PY)) else name
+                mentions = self._mentions(bare)
             if not name.startswith(_PY):  # the tree's Python method of the same name is no use of it
                 mentions = self._op_mentions(bare, mentions)
             if name.startswith(_OP) and not any(self.files[i][1] == "python" for i in mentions):
+                binding = [i for i in mentions if self.files[i][1] == "cpp"]
                 mentions = []
+                users = self.test_users(bare)
                 if self.app_site is None:
-                    out.add(_LIVE)  # an op no Python file in the tree names: callers outside the tree
+                    # an op no Python file in the tree names: callers outside the tree, unless only its tests
+                    # name it while the package wraps a sibling op one by one (``_harness_use``)
+                    if not (users and self._harness_use(bare, [], users, binding) is not None):
+                        out.add(_LIVE)
                 else:
                     self.app_unnamed.add(bare)  # an application names what it runs: dead here
+                    if users:
+                        self.app_users[bare] = users
             # only tests and benchmarks name it in Python, not the package that wraps its sibling ops
             harness = not name.startswith(_PY) and self._harness_use(bare, mentions) is not None
             for i in mentions:
@@ -527,24 +606,103 @@ class CallerIndex:
                 if cpp is None:
                     out.add(_LIVE)
                     break
-                found = cpp.referrers(name)
+                found = cpp.referrers(bare)
                 out |= found
-                for line, entry in cpp.mains.get(name, ()):
+                for line, entry in cpp.mains.get(bare, ()):
                     self._mains.setdefault(name, []).append((self.files[i][0], line, entry))
                 if cpp.captures:
                     self._captured.setdefault(name, set()).update(found)
-                    if any(r.name == name for r in cpp.regions):
+                    if any(r.name == bare for r in cpp.regions):
                         self._captured[name].add(name)  # defined in a file that captures: it may capture itself
                 timed = self._timed.setdefault(name, {})
-                for caller, all_timed in cpp.timed.get(name, {}).items():
+                for caller, all_timed in cpp.timed.get(bare, {}).items():
                     timed[caller] = timed.get(caller, True) and all_timed
                 built = self._built.setdefault(name, {})
-                for caller, all_built in cpp.built.get(name, {}).items():
+                for caller, all_built in cpp.built.get(bare, {}).items():
                     built[caller] = built.get(caller, True) and all_built
                 if _LIVE in out:
                     break
             self._referrers[name] = out
         return self._referrers[name]
+
+    def own_definitions(self, name: str, path: str) -> list[int]:
+        """The other C++ files whose references to ``name`` are to a definition of their own, not to the one in
+        ``path``: files that call a function ``name`` defined in themselves or in a header they include (the
+        same-name inline helper of another extension, ``unpack_3bit_32`` called in ``hqq_aten_torch.cpp``'s own
+        ``dequantize``). Only when sure: the file's translation unit (its includes, followed in the tree) holds a
+        definition of ``name``, declares it nowhere without a body, names it only in calls, ``&name`` and its own
+        definitions (no ``X::name``, ``obj.name``), includes no ``path`` and no quoted header the tree lacks."""
+        try:
+            d = next(i for i, (p, language) in enumerate(self.files) if p == path and language == "cpp")
+        except StopIteration:
+            return []
+        out = []
+        for r in self._mentions(name):
+            if r == d or self.files[r][1] != "cpp":
+                continue
+            unit = self._closure(r)
+            if unit is None or d in unit:
+                continue
+            defines = uses = False
+            for j in sorted(unit):
+                if j != r and not self._word_in(j, name):
+                    continue
+                cpp = self._cpp_file(j)
+                local = None if cpp is None else cpp.local_mentions(name)
+                if local is None:
+                    defines = False
+                    break
+                defines = defines or local[0]
+                uses = uses or (j == r and local[1])
+            if defines and uses:  # (a file that only defines its own `name` refers to no other)
+                out.append(r)
+        return out
+
+    def scoped(self, name: str, path: str, others: Iterable[int]) -> str:
+        """A name under which ``referrers`` of the C++ function ``name`` defined in ``path`` leave out the files
+        ``others`` (``own_definitions``); callers above it are still matched by name."""
+        key = f"{name}\0{path}"
+        self._scopes[key] = (name, frozenset(others))
+        return key
+
+    def _word_in(self, i: int, name: str) -> bool:
+        data = self._index()[i]
+        key = name.encode()
+        return key in data and re.search(rb"(?<![A-Za-z0-9_])" + re.escape(key) + rb"(?![A-Za-z0-9_])",
+                                          data) is not None
+
+    def _closure(self, i: int) -> frozenset[int] | None:
+        """C++ file ``i`` and the linted files it includes, followed through their includes (its translation unit,
+        as far as the tree holds it); None when a quoted include names no linted file (a generated header, or
+        one left out of the lint, may declare anything) or the unit is too large to follow."""
+        if i not in self._closures:
+            if self._by_base is None:
+                self._by_base = {}
+                for j, (p, language) in enumerate(self.files):
+                    if language == "cpp":
+                        self._by_base.setdefault(os.path.basename(p), []).append(j)
+            seen = {i}
+            todo = [i]
+            known = True
+            while todo and known:
+                j = todo.pop()
+                here = os.path.dirname(self.files[j][0])
+                for m in _INCLUDE.finditer(self._index()[j]):
+                    inc = m.group(2).decode("utf-8", "replace").strip()
+                    rel = os.path.normpath(inc)
+                    near = os.path.normpath(os.path.join(here, rel))
+                    hits = [k for k in self._by_base.get(os.path.basename(rel), ())
+                            if self.files[k][0] == near or self.files[k][0].endswith(os.sep + rel)]
+                    if not hits and m.group(1) == b'"' and not _TOOLKIT_HEADER.match(inc):
+                        known = False  # a quoted header the tree does not hold (generated, or left out of the lint)
+                        break
+                    todo += [k for k in hits if k not in seen]
+                    seen.update(hits)
+                if len(seen) > _MAX_CLOSURE:
+                    known = False
+            result = frozenset(seen) if known else None
+            self._closures[i] = result
+        return self._closures[i]
 
     def shown_path(self, path: str) -> str:
         """``path`` relative to the linted files' common folder."""
@@ -565,14 +723,19 @@ class CallerIndex:
                     self._harness.add(j)
         return i in self._harness
 
-    def _harness_use(self, op: str, mentions: list[int]) -> tuple[list[str], str] | None:
+    def _harness_use(self, op: str, mentions: list[int], excluded: Sequence[str] = (),
+                     binding: Sequence[int] = ()) -> tuple[list[str], str] | None:
         """(the test/benchmark files naming ``op``, a sibling op) when every Python file naming ``op`` is a test
-        or a benchmark while other Python names another op bound in the same C++ file (the package wraps its
-        ops one by one, and not this one); else None."""
+        or a benchmark (``mentions``: linted files; ``excluded``: the tests left out of the lint that name it,
+        shown paths; ``binding``: more C++ files that bind it) while other Python names another op bound in the
+        same C++ file (the package wraps its ops one by one, and not this one) and exports no extension
+        wholesale (``_exports``); else None."""
         users = [i for i in mentions if self.files[i][1] == "python"]
-        if not users or not all(self._is_harness(i) for i in users):
+        if not (users or excluded) or not all(self._is_harness(i) for i in users):
             return None
-        for i in mentions:
+        if not all(self._harness_path(p) for p in excluded):
+            return None  # an example or a doc names it: how users call the library
+        for i in dict.fromkeys([*mentions, *binding]):
             if self.files[i][1] != "cpp":
                 continue
             source = self._index()[i].decode("utf-8", "replace")
@@ -582,10 +745,78 @@ class CallerIndex:
             for sibling in list(dict.fromkeys(bound))[:64]:
                 if sibling != op and any(self.files[j][1] == "python" and not self._is_harness(j)
                                          for j in self._op_mentions(sibling, self._mentions(sibling))):
-                    shown = sorted(Path(self.files[j][0]).name for j in users)
+                    if self._exports():
+                        return None
+                    shown = sorted({*(Path(self.files[j][0]).name for j in users),
+                                    *(Path(p).name for p in excluded)})
                     self.harness_only[op] = (shown, sibling)
                     return self.harness_only[op]
         return None
+
+    def _harness_path(self, shown: str) -> bool:
+        """Whether an excluded file (``shown``: its path below the tree) is a test or a benchmark, by its folders
+        or its name (not an example, a tutorial or a doc)."""
+        parts = shown.split("/")
+        return any(p in _HARNESS_DIRS for p in parts[:-1]) or bool(_HARNESS_FILE.match(parts[-1]))
+
+    def _exports(self) -> bool:
+        """Whether a linted Python file outside tests and benchmarks may hand out an extension's ops wholesale:
+        a star import of a module that is not one of the tree's Python files (``from ._C import *``), or a
+        module-level ``__getattr__``. Then an op no package code names may still be its public API."""
+        if self._export is None:
+            self._export = False
+            python = [os.path.normpath(p) for p, language in self.files if language == "python"]
+            for i, (path, language) in enumerate(self.files):
+                data = self._index()[i]
+                if (language != "python" or self._is_harness(i)
+                        or (b"import *" not in data and b"__getattr__" not in data)):
+                    continue
+                tree = self._py_tree(i)
+                if tree is None:
+                    self._export = True
+                    break
+                if any(isinstance(stmt, ast.FunctionDef) and stmt.name == "__getattr__" for stmt in tree.body):
+                    self._export = True
+                for node in ast.walk(tree):
+                    if (isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
+                            and not any(_module_at(q, os.path.normpath(path), node.level, node.module or "")
+                                        for q in python)):
+                        self._export = True
+                if self._export:
+                    break
+        return self._export
+
+    def test_users(self, op: str) -> list[str]:
+        """The Python files left out of the lint (tests, benchmarks, examples) that name op ``op`` other than as
+        the tree's own Python function or another library's, as paths below the tree's common folder."""
+        if op not in self._test_users:
+            key = op.encode()
+            word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(key) + rb"(?![A-Za-z0-9_])")
+            found: list[str] = []
+            top = None
+            if self._test_data is None:  # read once, as the linted files are
+                self._test_data = []
+                for path in self.tests:
+                    try:
+                        with open(path, "rb") as fh:
+                            self._test_data.append(fh.read(_MAX_FILE))
+                    except OSError:
+                        self._test_data.append(b"")
+            for path, data in zip(self.tests, self._test_data):
+                if key not in data or not word.search(data):
+                    continue
+                if path not in self._test_trees:
+                    try:
+                        self._test_trees[path] = ast.parse(data.decode("utf-8", "replace"))
+                    except (SyntaxError, ValueError, RecursionError):
+                        self._test_trees[path] = None
+                tree = self._test_trees[path]
+                if tree is None or self._names_op(path, tree, op):
+                    if top is None:
+                        top = files_common([p for p, _ in self.files] + self.tests)
+                    found.append(os.path.relpath(path, top).replace(os.sep, "/") if top else os.path.basename(path))
+            self._test_users[op] = sorted(found)
+        return self._test_users[op]
 
     def _op_mentions(self, op: str, mentions: list[int]) -> list[int]:
         """``mentions`` of op ``op`` less the Python files whose every mention of it is an attribute of a class or
@@ -619,9 +850,10 @@ class CallerIndex:
             self._py_defs[name] = found
         return self._py_defs[name]
 
-    def _names_op(self, i: int, tree: ast.Module, name: str) -> bool:
-        """Whether Python file ``i`` names ``name`` other than as the tree's own Python function (``_py_method``)
-        or another library's function, or in a documentation string."""
+    def _names_op(self, i: int | str, tree: ast.Module, name: str) -> bool:
+        """Whether Python file ``i`` (a linted file's number, or the path of a file left out) names ``name`` other
+        than as the tree's own Python function (``_py_method``) or another library's function, or in a
+        documentation string."""
         docs, modules = self._py_skip(i, tree)
         for n in ast.walk(tree):
             if isinstance(n, ast.Name) and n.id == name and not self._py_function(i, tree, n):
@@ -634,7 +866,7 @@ class CallerIndex:
                 return True
         return False
 
-    def _py_method(self, i: int, tree: ast.Module, node: ast.Attribute) -> bool:
+    def _py_method(self, i: int | str, tree: ast.Module, node: ast.Attribute) -> bool:
         """Whether ``X.name`` (``node``) in Python file ``i`` names a function the tree defines in Python: ``X`` is a
         class of this file, or a class or module its imports bind (``from .bitpack import BitPack``, ``import
         pkg.mod as m``), whose definition has a function ``name``. Unresolved receivers (an extension module, a
@@ -647,7 +879,7 @@ class CallerIndex:
         if not defs:
             return False
         x = node.value.id
-        path = os.path.normpath(self.files[i][0])
+        path = os.path.normpath(self.files[i][0] if isinstance(i, int) else i)
         if (path, x) in defs:
             return True
         bound = self._imports(i, tree).get(x)
@@ -661,7 +893,7 @@ class CallerIndex:
                 return True
         return False
 
-    def _py_function(self, i: int, tree: ast.Module, node: ast.Name) -> bool:
+    def _py_function(self, i: int | str, tree: ast.Module, node: ast.Name) -> bool:
         """Whether the bare name ``node`` in Python file ``i`` is a Python function the tree defines: one defined at
         module level in this file that nothing else in the file binds (an import, an assignment, a parameter), or
         one an import binds from the tree's module that defines it (``from .mpt import rms_norm``)."""
@@ -670,14 +902,14 @@ class CallerIndex:
             defs = self._python_defs(node.id, self._mentions(node.id))
         if not any(not cls for _, cls in defs):
             return False
-        path = os.path.normpath(self.files[i][0])
+        path = os.path.normpath(self.files[i][0] if isinstance(i, int) else i)
         bound = self._imports(i, tree).get(node.id)
         if bound is None:
             return (path, "") in defs and node.id not in self._rebound(i, tree)
         level, module, attr = bound
         return attr == node.id and any(not cls and _module_at(where, path, level, module) for where, cls in defs)
 
-    def _rebound(self, i: int, tree: ast.Module) -> set[str]:
+    def _rebound(self, i: int | str, tree: ast.Module) -> set[str]:
         """Names Python file ``i`` binds other than by a ``def``: assignment and loop targets, parameters, classes,
         ``global``/``nonlocal`` names, and what its imports bind."""
         if i not in self._py_rebound:
@@ -759,7 +991,7 @@ class CallerIndex:
             self.sources.roots = self._root_names
         return self._root_names or None
 
-    def _imports(self, i: int, tree: ast.Module) -> dict[str, tuple[int, str, str]]:
+    def _imports(self, i: int | str, tree: ast.Module) -> dict[str, tuple[int, str, str]]:
         """What Python file ``i``'s imports bind: local name -> (level, module, imported name) (``from ..a import
         B as C``: ``C`` -> ``(2, "a", "B")``; ``import a.b as m``: ``m`` -> ``(0, "a.b", "")``)."""
         if i not in self._py_imports:
@@ -786,7 +1018,7 @@ class CallerIndex:
                 self._py_trees[i] = None
         return self._py_trees[i]
 
-    def _py_skip(self, i: int, tree: ast.Module) -> tuple[set[int], dict[str, str]]:
+    def _py_skip(self, i: int | str, tree: ast.Module) -> tuple[set[int], dict[str, str]]:
         """``python_skips`` of Python file ``i`` (parsed as ``tree``), once per run."""
         if i not in self._py_skips:
             self._py_skips[i] = python_skips(tree)
@@ -1057,6 +1289,20 @@ def _nearest_first(sites: list[str], where: str) -> list[str]:
 
 def _demoted(f: Finding, callers: list[str], where: str = "") -> Finding:
     """``f`` made a warning for the verdict ``callers``; ``where`` is its file below the tree's common folder."""
+    own = [c[len(_OWN):] for c in callers if c.startswith(_OWN)]
+    callers = [c for c in callers if not c.startswith(_OWN)]
+    out = _demoted_for(f, callers, where)
+    if not own:
+        return out
+    shown = ", ".join(f"`{p}`" for p in own[:3]) + (", ..." if len(own) > 3 else "")
+    one = len(own) == 1
+    note = (f"; {shown} {'calls' if one else 'call'} a function `{f.function}` of {'its' if one else 'their'} own, "
+            "not this one")
+    message = out.message[:-1] + note + ")" if out.message.endswith(")") else out.message + f" ({note[2:]})"
+    return dataclasses.replace(out, message=message, evidence={**out.evidence, "own_definitions": own})
+
+
+def _demoted_for(f: Finding, callers: list[str], where: str = "") -> Finding:
     name = f.function
     if callers and callers[0] == _TIMING:
         timers = callers[1:]
@@ -1078,13 +1324,23 @@ def _demoted(f: Finding, callers: list[str], where: str = "") -> Finding:
                                    evidence={**f.evidence, "callers": [op], "harness_callers": users,
                                              "caller_check": "test/benchmark callers only"})
     if callers and callers[0] == _APP:
-        site, ops = callers[1], callers[2:]
+        site = callers[1]
+        ops = [c for c in callers[2:] if not c.startswith(_USER)]
+        users = [c[len(_USER):] for c in callers[2:] if c.startswith(_USER)]
         shown = ", ".join(f"`{o}`" for o in ops[:3]) + (", ..." if len(ops) > 3 else "")
-        why = (f"`{name}` is bound as op {shown}, but nothing in this application tree calls it (it captures its "
-               f"own graphs at {site}; no Python file of the tree names the op)")
+        if users:
+            named = ", ".join(f"`{u}`" for u in users[:3]) + (", ..." if len(users) > 3 else "")
+            why = (f"`{name}` is bound as op {shown}, which only tests, benchmarks or examples name ({named}); "
+                   f"this application tree captures its own graphs at {site}, and its own code does not call the "
+                   "op: code its captured step does not reach")
+        else:
+            why = (f"`{name}` is bound as op {shown}, but nothing in this application tree calls it (it captures "
+                   f"its own graphs at {site}; no Python file of the tree names the op)")
         return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
                                    evidence={**f.evidence, "callers": list(ops), "capture_site": site,
-                                             "caller_check": "unnamed op in an application"})
+                                             **({"test_callers": users} if users else {}),
+                                             "caller_check": "tests-only op in an application" if users
+                                             else "unnamed op in an application"})
     if callers and callers[0] == _BUILD:
         builders = callers[1:]
         why = (f"`{name}` is only called from class constructors (or from functions only they call), which build "
@@ -1117,45 +1373,41 @@ def _demoted(f: Finding, callers: list[str], where: str = "") -> Finding:
 
 def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
                     cache_dir: Path | None = None, sources: LintedSources | None = None,
-                    app_site: str | None = None) -> dict[str, list[Finding]]:
+                    app_site: str | None = None, tests: Sequence[str] = ()) -> dict[str, list[Finding]]:
     """``raw`` (findings by file path) with each C++ error in a function nothing in ``files`` calls made a
     warning that says so. ``files`` are ``(path, language)`` of every linted file; ``sources``, if given, their
     bytes shared with the run's other passes over them. ``app_site``: where the linted code captures its own
-    graphs (``deadcode.capture_site``), for an application tree: there an op no Python file names is dead."""
+    graphs (``deadcode.capture_site``), for an application tree: there an op no Python file names is dead.
+    ``tests``: the tree's Python files left out of the lint as tests, benchmarks or examples, read only for the
+    ops they name."""
     cpp_paths = {path for path, language in files if language == "cpp"}
-    names = sorted({f.function for path, found in raw.items() if path in cpp_paths for f in found
-                    if f.severity is Severity.ERROR and f.function and not f.code.startswith("GC0")})
-    if not names:
+    wanted = sorted({(path, f.function) for path, found in raw.items() if path in cpp_paths for f in found
+                     if f.severity is Severity.ERROR and f.function and not f.code.startswith("GC0")})
+    if not wanted:
         return raw
-    key = _digest_of(files, [*names, f"{_APP}{app_site or ''}"])
+    names = sorted({name for _, name in wanted})
+    tests = sorted(tests)
+    key = _digest_of([*files, *((t, "test") for t in tests)], [*names, f"{_APP}{app_site or ''}"])
     verdicts = _load(cache_dir, key)
-    if verdicts is None or set(verdicts) != set(names):
-        index = CallerIndex(files, sources)
+    keys = {f"{path}\0{name}" for path, name in wanted}
+    if verdicts is None or set(verdicts) != keys:
+        index = CallerIndex(files, sources, tests)
         index.app_site = app_site
         verdicts = {}
-        for name in names:
-            # a program's `main` is called by nothing: say it is a program's before saying "no caller", and before
-            # the timing check (a benchmark program's `run_benchmark` is its harness)
-            program = None if timing_function(name) else index.program_only(name)
-            if program is not None:
-                verdicts[name] = [_PROGRAM, *program[0], *(_SITE + s for s in program[1])]
-                continue
-            verdict = [_TIMING] if timing_function(name) else index.uncalled(name)
-            ops = [c[len(_OP):] for c in verdict or () if c.startswith(_OP) and c[len(_OP):] in index.harness_only]
-            if verdict and len(ops) == len(verdict):  # reached only through ops only tests/benchmarks name
-                users, sibling = index.harness_only[ops[0]]
-                verdict = [_HARNESS, ops[0], sibling, *users]
-            elif verdict and app_site and index.app_unnamed:
-                unnamed = index.unnamed_ops(name)
-                if unnamed:  # dead only because the application names none of the ops that bind it
-                    verdict = [_APP, app_site, *unnamed]
-            if verdict is None:
-                timers = index.timing_only(name)
-                verdict = None if timers is None else [_TIMING, *timers]
-            if verdict is None:
-                builders = index.constructor_only(name)
-                verdict = None if builders is None else [_BUILD, *builders]
-            verdicts[name] = verdict
+        found_for: dict[str, list[str] | None] = {}
+        for path, name in sorted(wanted, key=lambda w: (w[1], w[0])):  # by name: the order `referrers` is asked in
+            if name not in found_for:
+                found_for[name] = _verdict(index, name, name)
+            verdict = found_for[name]
+            # another file that calls a same-name function of its own does not call this one: asked again
+            # without that file only when the name alone keeps the function live
+            others = index.own_definitions(name, path) if verdict is None else []
+            if others:
+                asked = index.scoped(name, path, others)
+                verdict = _verdict(index, name, asked)
+                if verdict is not None:
+                    verdict = [*verdict, *(_OWN + index.shown_path(index.files[r][0]) for r in others)]
+            verdicts[f"{path}\0{name}"] = verdict
         _save(cache_dir, key, verdicts)
     out: dict[str, list[Finding]] = {}
     top = _top(files)
@@ -1164,8 +1416,35 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
             out[path] = found
             continue
         where = os.path.relpath(path, top) if top else path
-        out[path] = [_demoted(f, verdicts[f.function], where)  # type: ignore[arg-type]
-                     if f.severity is Severity.ERROR and f.function in verdicts
-                     and verdicts[f.function] is not None and not f.code.startswith("GC0") else f
+        out[path] = [_demoted(f, verdicts[f"{path}\0{f.function}"], where)  # type: ignore[arg-type]
+                     if f.severity is Severity.ERROR and f.function and not f.code.startswith("GC0")
+                     and verdicts.get(f"{path}\0{f.function}") is not None else f
                      for f in found]
     return out
+
+
+def _verdict(index: CallerIndex, name: str, asked: str) -> list[str] | None:
+    """Why the C++ function ``name`` (asked of ``index`` as ``asked``: ``name``, or a name ``scoped`` to its
+    defining file) runs under no capture, as a verdict list for ``_demoted``; None when it may."""
+    # a program's `main` is called by nothing: say it is a program's before saying "no caller", and before
+    # the timing check (a benchmark program's `run_benchmark` is its harness)
+    program = None if timing_function(name) else index.program_only(asked)
+    if program is not None:
+        return [_PROGRAM, *program[0], *(_SITE + s for s in program[1])]
+    verdict = [_TIMING] if timing_function(name) else index.uncalled(asked)
+    ops = [c[len(_OP):] for c in verdict or () if c.startswith(_OP) and c[len(_OP):] in index.harness_only]
+    if verdict and len(ops) == len(verdict):  # reached only through ops only tests/benchmarks name
+        users, sibling = index.harness_only[ops[0]]
+        verdict = [_HARNESS, ops[0], sibling, *users]
+    elif verdict and index.app_site and index.app_unnamed:
+        unnamed = index.unnamed_ops(asked)
+        if unnamed:  # dead only because the application names none of the ops that bind it
+            users = sorted({u for op in unnamed for u in index.app_users.get(op, ())})
+            verdict = [_APP, index.app_site, *unnamed, *(_USER + u for u in users)]
+    if verdict is None:
+        timers = index.timing_only(asked)
+        verdict = None if timers is None else [_TIMING, *timers]
+    if verdict is None:
+        builders = index.constructor_only(asked)
+        verdict = None if builders is None else [_BUILD, *builders]
+    return verdict
