@@ -1226,14 +1226,16 @@ def cmake_files(files: Sequence[tuple[str, str]]) -> list[str]:
     return out
 
 
-def _digest_of(files: Sequence[tuple[str, str]], names: Iterable[str]) -> str:
+def _digest_of(files: Sequence[tuple[str, str]], names: Iterable[str], tests: Sequence[str] = ()) -> str:
+    """The verdict cache's key: the modules, the stat of every linted file, of the build scripts the extension-name
+    search reads and of the left-out tests read for op names (``tests``), and the names asked about."""
     h = hashlib.blake2b(digest_size=16)
     for mod in ("cpp_callers.py", "cpp_rules.py"):
         try:
             h.update((Path(__file__).resolve().parent / mod).read_bytes())
         except OSError:
             h.update(mod.encode())
-    for path, language in [*files, *((c, "cmake") for c in cmake_files(files))]:
+    for path, language in [*files, *((c, "cmake") for c in cmake_files(files)), *((t, "test") for t in tests)]:
         try:
             st = os.stat(path)
             h.update(f"{path}\0{language}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
@@ -1387,7 +1389,7 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
         return raw
     names = sorted({name for _, name in wanted})
     tests = sorted(tests)
-    key = _digest_of([*files, *((t, "test") for t in tests)], [*names, f"{_APP}{app_site or ''}"])
+    key = _digest_of(files, [*names, f"{_APP}{app_site or ''}"], tests)
     verdicts = _load(cache_dir, key)
     keys = {f"{path}\0{name}" for path, name in wanted}
     if verdicts is None or set(verdicts) != keys:
