@@ -442,18 +442,24 @@ def python_skips(tree: ast.Module) -> tuple[set[int], dict[str, str]]:
     return docs, modules
 
 
-def foreign(node: ast.Attribute, modules: dict[str, str]) -> bool:
-    """Whether ``node`` is a function of another library's module (``torch.matmul``, ``F.softmax``,
-    ``np.fill``), by what the file's imports bind (``modules``, from ``python_skips``): it does not name the
-    tree's C++ function of the same name. ``torch.ops.<ns>.f`` is not foreign."""
+def imported_receiver(node: ast.Attribute, modules: dict[str, str]) -> str | None:
+    """The dotted module path ``node``'s receiver names through the file's imports (``modules``, from
+    ``python_skips``): ``F`` in ``F.softmax`` -> ``"torch.nn.functional"``; None when its base is not an import."""
     parts: list[str] = []
     v = node.value
     while isinstance(v, ast.Attribute):
         parts.append(v.attr)
         v = v.value
     if not isinstance(v, ast.Name) or v.id not in modules:
-        return False
-    return ".".join([modules[v.id], *reversed(parts)]) in _FOREIGN_MODULES
+        return None
+    return ".".join([modules[v.id], *reversed(parts)])
+
+
+def foreign(node: ast.Attribute, modules: dict[str, str]) -> bool:
+    """Whether ``node`` is a function of another library's module (``torch.matmul``, ``F.softmax``,
+    ``np.fill``), by what the file's imports bind (``modules``, from ``python_skips``): it does not name the
+    tree's C++ function of the same name. ``torch.ops.<ns>.f`` is not foreign."""
+    return imported_receiver(node, modules) in _FOREIGN_MODULES
 
 
 class LintedSources:
@@ -938,14 +944,9 @@ class CallerIndex:
         roots = self._roots()
         if roots is None:
             return False
-        parts: list[str] = []
-        v = node.value
-        while isinstance(v, ast.Attribute):
-            parts.append(v.attr)
-            v = v.value
-        if not isinstance(v, ast.Name) or v.id not in modules:
+        dotted = imported_receiver(node, modules)
+        if dotted is None:
             return False
-        dotted = ".".join([modules[v.id], *reversed(parts)])
         if dotted.startswith(("torch.ops.", "torch.classes.")) or dotted in ("torch.ops", "torch.classes"):
             return False
         return dotted.partition(".")[0] not in roots

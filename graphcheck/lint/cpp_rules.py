@@ -1375,19 +1375,11 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
         if f.severity is not Severity.ERROR:
             continue
         region = loc.region(pos)
-        flag = timing_branch(text, pos, pairs, opens, region.start if region is not None else 0)
-        if flag is not None:
-            findings[i] = dataclasses.replace(
-                f, severity=Severity.WARNING, evidence={**f.evidence, "path": "timing branch"},
-                message=f"{f.message}; it runs only when `{flag}` is set, to time kernels, which engines do not "
-                "capture")
-            continue
-        flag = measuring_branch(text, pos, pairs, opens, region.start if region is not None else 0)
-        if flag is not None:
-            findings[i] = dataclasses.replace(
-                f, severity=Severity.WARNING, evidence={**f.evidence, "path": "measuring branch"},
-                message=f"{f.message}; it runs only when `{flag}` is set, in a branch that times kernels with events "
-                "(first-use tuning, which runs before a graph is captured), not on the captured path")
+        branch = _timed_branch(text, pos, pairs, opens, region.start if region is not None else 0)
+        if branch is not None:
+            path, flag, why = branch
+            findings[i] = dataclasses.replace(f, severity=Severity.WARNING, evidence={**f.evidence, "path": path},
+                                              message=f"{f.message}; it runs only when `{flag}` is set, {why}")
             continue
         if region is None:
             continue
@@ -1401,6 +1393,20 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
                 "once, at load time, when the layer or its weights are set up), not per call")
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     return findings
+
+
+def _timed_branch(text: str, pos: int, pairs: dict[int, int], opens: list[int],
+                  floor: int) -> tuple[str, str, str] | None:
+    """(evidence path, the flag, why that is off capture) when ``pos`` sits in a branch that only times kernels
+    (``timing_branch``) or measures them for first-use tuning (``measuring_branch``); None otherwise."""
+    flag = timing_branch(text, pos, pairs, opens, floor)
+    if flag is not None:
+        return "timing branch", flag, "to time kernels, which engines do not capture"
+    flag = measuring_branch(text, pos, pairs, opens, floor)
+    if flag is not None:
+        return ("measuring branch", flag, "in a branch that times kernels with events (first-use tuning, which runs "
+                "before a graph is captured), not on the captured path")
+    return None
 
 
 _CUTLASS_DECL = re.compile(r"(?:^|[;{}])\s*(?:typename\s+)?((?:[\w:]+::)?([A-Za-z_]\w*)(?:<[^;{}()]{0,300}>)?)"
