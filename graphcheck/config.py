@@ -55,12 +55,12 @@ DEFAULT_VENDOR_EXCLUDE = ("_aipu", "_arm", "_ascend", "_cambricon", "_enflame", 
                           "_mthreads", "_spacemit", "_sunrise", "_thead", "_tsingmicro", "npu", "xpu", "mlu", "musa",
                           "hpu", "ascend", "*_npu.py", "*_xpu.py", "*_mlu.py", "*_musa.py", "*_hpu.py")
 DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host", "*_pinned")
-# Flags (names, attributes, environment keys; case-insensitive globs) that are true only when debugging or
-# checking: code under them does not run in captured serving.
 # Names that say prefill in a branch test (prefill-flags): globs, case-insensitive, on the last part of a name,
 # attribute or call the test reads (`if prefill_meta := m.prefill_metadata:`, `if num_prefills > 0:`,
 # `if is_prefill():`). A test that also names decode is none. Engines capture decode; a prefill branch runs eagerly.
 DEFAULT_PREFILL_FLAGS = ("*prefill*",)
+# Flags (names, attributes, environment keys; case-insensitive globs) that are true only when debugging or
+# checking: code under them does not run in captured serving.
 DEFAULT_DEBUG_FLAGS = ("*debug*", "check", "check_*", "*_check", "*_check_*", "*_checks", "*validate*",
                        "*validation*", "*sanity*")
 # Ops that read their data on the host by definition (an output size that depends on the data, a range or
