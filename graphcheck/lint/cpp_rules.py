@@ -680,6 +680,17 @@ _STATEMENT_END = re.compile(r"\s*;")
 _WORD = re.compile(r"(?<![\w.>])[A-Za-z_]\w*")
 
 
+def _name_positions(text: str, region: Region, names: dict[Region, dict[str, list[int]]]) -> dict[str, list[int]]:
+    """Every name's positions in ``region``, in text order, found once per region and kept in ``names`` (a scan
+    per stream would be quadratic)."""
+    uses = names.get(region)
+    if uses is None:
+        uses = names[region] = {}
+        for word in _WORD.finditer(text, region.start, region.end):
+            uses.setdefault(word.group(), []).append(word.start())
+    return uses
+
+
 def _returned_pool_stream(text: str, m: re.Match[str], region: Region, pairs: dict[int, int],
                           names: dict[Region, dict[str, list[int]]]) -> bool:
     """A stream getter: the pool stream is returned as is (``return at::cuda::getStreamFromPool(p);``) or
@@ -696,11 +707,7 @@ def _returned_pool_stream(text: str, m: re.Match[str], region: Region, pairs: di
     bound = _BOUND_TAIL.search(head)
     if bound is None:
         return False
-    uses = names.get(region)
-    if uses is None:  # every name's positions in the region, found once (a scan per stream would be quadratic)
-        uses = names[region] = {}
-        for word in _WORD.finditer(text, region.start, region.end):
-            uses.setdefault(word.group(), []).append(word.start())
+    uses = _name_positions(text, region, names)
     at = uses.get(bound.group(1), [])  # in text order
     first_later = bisect.bisect_right(at, close)
     if len(at) - first_later != 1:
@@ -708,6 +715,53 @@ def _returned_pool_stream(text: str, m: re.Match[str], region: Region, pairs: di
     use = at[first_later]
     return _RETURN_TAIL.search(text[max(region.start, use - 40) : use]) is not None and _STATEMENT_END.match(
         text, use + len(bound.group(1))) is not None
+
+
+# the name of a call that only tells the caching allocator a tensor's memory is used on a stream
+_RECORD_STREAM_TAIL = re.compile(r"(?<!\w)(?:record_stream|recordStream)\s*$")
+
+
+def _record_stream_arg(text: str, start: int, end: int, pairs: dict[int, int], floor: int) -> bool:
+    """``text[start:end]`` is the whole last argument of a ``.record_stream(...)`` / ``recordStream(...)`` call."""
+    j = end
+    while j < len(text) and text[j] in " \t\r\n":
+        j += 1
+    i = start - 1
+    while i >= floor and text[i] in " \t\r\n":
+        i -= 1
+    if j >= len(text) or text[j] != ")" or i < floor or text[i] not in "(,":
+        return False
+    open_paren = pairs.get(j, -1)
+    if open_paren < floor or (text[i] == "(" and i != open_paren):
+        return False
+    return _RECORD_STREAM_TAIL.search(text, max(floor, open_paren - 60), open_paren) is not None
+
+
+def _record_stream_only(text: str, m: re.Match[str], region: Region | None, pairs: dict[int, int],
+                        names: dict[Region, dict[str, list[int]]]) -> bool:
+    """The default stream (``m``: the getter) is only an argument of ``record_stream``/``recordStream``: as is
+    (``x.record_stream(at::cuda::getDefaultCUDAStream());``) or bound to a name (``auto s = getDefaultCUDAStream();``)
+    with at least one later use in the function and every one of them such an argument. Recording a stream
+    enqueues nothing (the caching allocator defers its event to after a capture), so there is no hazard."""
+    floor = region.start if region is not None else 0
+    close = pairs.get(m.end() - 1, -1)
+    if close < 0:
+        return False
+    if _record_stream_arg(text, m.start(), close + 1, pairs, floor):
+        return True
+    if region is None or not _STATEMENT_END.match(text, close + 1):
+        return False
+    head = text[max(floor, m.start() - 200) : m.start()]
+    qual = _QUALIFIED_TAIL.search(head)
+    head = head[: qual.start()] if qual else head
+    bound = _BOUND_TAIL.search(head)
+    if bound is None:
+        return False
+    uses = _name_positions(text, region, names)
+    name = bound.group(1)
+    at = uses.get(name, [])  # in text order
+    later = at[bisect.bisect_right(at, close) :]
+    return bool(later) and all(_record_stream_arg(text, u, u + len(name), pairs, floor) for u in later)
 
 
 def _finditer(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
@@ -1262,6 +1316,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
 
     # 4. getDefaultCUDAStream() used as a stream (not only compared against)
     reset_only: dict[Region, bool] = {}  # a function whose only stream work is a thread's stream reset
+    names: dict[Region, dict[str, list[int]]] = {}  # a region's name positions, for sections 4 and 6
     for m in _finditer(_DEFAULT_STREAM_CALL, text):
         region = loc.region(m.start())
         if setup(region):
@@ -1271,6 +1326,8 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
         after = text[close + 1 : close + 5] if close >= 0 else ""
         if "==" in before or "!=" in before or after.lstrip().startswith(("==", "!=")):
             continue
+        if _record_stream_only(text, m, region, pairs, names):
+            continue  # only recorded on (x.record_stream(s)): nothing is enqueued on it
         count = len(findings)
         add("GC201", "`getDefaultCUDAStream()` is the default stream, not the current (capturing) one; work "
             "enqueued on it is not captured", m.start(), region.name if region else None,
@@ -1295,7 +1352,6 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
 
     # 6. side streams from the pool that are never joined back
     joined: dict[Region, bool] = {}
-    names: dict[Region, dict[str, list[int]]] = {}
     for m in _finditer(_POOL_STREAM, text):
         region = loc.region(m.start())
         if region is None or setup(region):

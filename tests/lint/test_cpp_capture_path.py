@@ -171,6 +171,36 @@ def test_gc201_a_reset_in_a_loop_or_a_function_that_launches_or_a_guard_stays_an
         assert (line, "GC201", "error") in found, src
 
 
+REC = "__global__ void k(float* p) {{}}\nat::Tensor op(at::Tensor x, at::Tensor y) {{\n{body}  return x;\n}}\n"
+
+
+@pytest.mark.parametrize("body", [
+    # flux's dis_scatter_forward.cc (twelfth out-of-sample check): the default stream is only recorded on
+    "  auto default_stream = c10::cuda::getDefaultCUDAStream();\n  x.record_stream(default_stream);\n"
+    "  y.record_stream(default_stream);\n",
+    "  x.record_stream(at::cuda::getDefaultCUDAStream());\n",
+    "  at::cuda::CUDAStream s = at::cuda::getDefaultCUDAStream();\n"
+    "  c10::cuda::CUDACachingAllocator::recordStream(x.storage().data_ptr(), s);\n",
+])
+def test_gc201_quiet_for_a_default_stream_only_given_to_record_stream(body):
+    assert lint(REC.format(body=body)) == []
+
+
+@pytest.mark.parametrize("body", [
+    # launched on, handed to another call, guarded, returned, or recorded on and then also launched on
+    "  auto s = c10::cuda::getDefaultCUDAStream();\n  k<<<1, 1, 0, s>>>(x.data_ptr<float>());\n",
+    "  auto s = c10::cuda::getDefaultCUDAStream();\n  run_step(x, s);\n",
+    "  auto s = c10::cuda::getDefaultCUDAStream();\n  c10::cuda::CUDAStreamGuard g(s);\n",
+    "  auto s = c10::cuda::getDefaultCUDAStream();\n  x.record_stream(s);\n  y.copy_(x, s);\n",
+    "  auto s = c10::cuda::getDefaultCUDAStream();\n  x.record_stream(s);\n"
+    "  k<<<1, 1, 0, s>>>(x.data_ptr<float>());\n",
+    "  x.record_stream(f(c10::cuda::getDefaultCUDAStream()));\n",
+    "  auto s = c10::cuda::getDefaultCUDAStream();\n  x.record_stream(s);\n  if (y.defined()) { return s; }\n",
+])
+def test_gc201_a_default_stream_with_any_use_but_record_stream_stays_an_error(body):
+    assert (3, "GC201") in lint(REC.format(body=body))
+
+
 # --- GC202: pool streams never joined ----------------------------------------------------------
 
 
