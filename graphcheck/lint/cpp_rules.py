@@ -760,8 +760,11 @@ def _record_stream_only(text: str, m: re.Match[str], region: Region | None, pair
     uses = _name_positions(text, region, names)
     name = bound.group(1)
     at = uses.get(name, [])  # in text order
-    later = at[bisect.bisect_right(at, close) :]
-    return bool(later) and all(_record_stream_arg(text, u, u + len(name), pairs, floor) for u in later)
+    first = bisect.bisect_right(at, close)
+    # all() stops at the first other use, and a later binding of the name is one: over the function, the uses
+    # read add up to the name's uses plus one per binding (no slice of the list: that would copy the rest each time)
+    return first < len(at) and all(_record_stream_arg(text, at[k], at[k] + len(name), pairs, floor)
+                                   for k in range(first, len(at)))
 
 
 def _finditer(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:

@@ -50,6 +50,10 @@ ADVERSARIAL = {
     "pool_and_copies": "void op(at::Tensor x) {\n  float v[4];\n"
                        + "  auto s = at::cuda::getStreamFromPool();\n"
                          "  cudaMemcpyAsync(x.data_ptr(), v, 4, cudaMemcpyHostToDevice, s);\n" * 12_000 + "}\n",
+    # many default streams bound to one name and recorded on: each binding reads the name's later uses once
+    "default_stream_records": "void op(at::Tensor x) {\n"
+                              + ("  auto s = at::cuda::getDefaultCUDAStream();\n" + "  x.record_stream(s);\n" * 4)
+                              * 2_000 + "}\n",
 }
 
 _RUN = """
