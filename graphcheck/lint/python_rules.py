@@ -44,7 +44,13 @@ from graphcheck.lint.files import glob_regex, python_lines
 from graphcheck.lint.ranks import DEAD_BRANCH, Dead, dead_branches
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
 from graphcheck.lint.stream_owner import borrowed_stream
-from graphcheck.lint.values import DEFAULT_HOST_NAMES, RANDOM_FACTORIES, is_builtin, is_cpu_device
+from graphcheck.lint.values import (
+    DEFAULT_HOST_NAMES,
+    RANDOM_FACTORIES,
+    is_builtin,
+    is_cpu_device,
+    optional_param,
+)
 
 _TEXT_LIMIT = 60
 # evidence "path" of findings on paths capture does not run
@@ -525,7 +531,13 @@ class _FunctionChecker:
     # -- GC111 -------------------------------------------------------------
 
     def check_truthiness(self, node: ast.AST) -> None:
-        if self.facts.tensorish(node):
+        if isinstance(node, ast.Name) and self.facts.tensorish(node) and optional_param(self.info.node, node.id):
+            # `if output:` on `output: Optional[Tensor]`: a None check; a real buffer raises, one element syncs
+            self.report("GC111", node, f"`{node.id}` is an optional tensor parameter used as a Python bool{{where}}; "
+                                       "it reads as a None check, but on a tensor it synchronizes when it has one "
+                                       f"element and raises when it has more: write `if {node.id} is not None:`",
+                        _severity="warning", optional="None check")
+        elif self.facts.tensorish(node):
             self.report("GC111", node, f"`{self.t(node)}` is a tensor used as a Python bool{{where}}; "
                                        "evaluating it synchronizes with the host")
         elif isinstance(node, ast.Call) and self._bool_sync_call(node):

@@ -1293,3 +1293,24 @@ def _device_is_accelerator(node: ast.Call) -> bool:
     if isinstance(device, ast.Constant):
         return isinstance(device.value, str) and device.value.split(":")[0] not in ("cpu", "meta")
     return True
+
+
+def optional_param(fn: ast.AST, name: str) -> bool:
+    """Is ``name`` a parameter of ``fn`` annotated ``Optional[...]`` / ``... | None`` or defaulting to ``None``,
+    never rebound in the function? Its bare truthiness (``if output:``) is then a None check written loosely."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+    pairs = [*zip(positional, defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+    for arg, default in pairs:
+        if arg.arg != name:
+            continue
+        none_default = isinstance(default, ast.Constant) and default.value is None
+        text = _annotation_text(arg.annotation) if arg.annotation is not None else ""
+        if not (none_default or (text and _strip_optional(text) != text.strip())):
+            return False
+        return not any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+                       for n in ast.walk(fn))
+    return False
