@@ -21,6 +21,7 @@ index does not resolve.
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import os
 import re
 from collections import deque
@@ -32,6 +33,8 @@ from graphcheck.lint.coldpaths import BRANCH_KINDS
 # root reasons of kernel wrappers (a root by what it launches, not by how it is registered or captured)
 LAUNCH_REASONS = ("launches ", "calls extension op", "compiles ")
 _PREFILL_GLOBS = frozenset(UNCAPTURED_GROUPS["prefill"])
+# what any of the group's globs matches, as one regex: a quick "no" for the names no prefill glob matches
+_PREFILL_RX = re.compile("|".join(fnmatch.translate(g.lower()) for g in _PREFILL_GLOBS if not g.startswith("!")))
 _LINE = re.compile(r"\(line (\d+)\)")
 # the kind of a path through a function that is prefill code by its name (evidence "path")
 PREFILL_CODE = "prefill code"
@@ -54,10 +57,14 @@ class Origin:
 def prefill_named(index: Any, dotted: str) -> str | None:
     """The reason ``dotted`` is prefill code by its name (an ``uncaptured-functions`` glob of the ``prefill``
     group), or None."""
+    module, qual, _rec = index.funcs[dotted]
+    path = index.by_module.get(module)
+    stem = os.path.basename(path).rpartition(".")[0] if path else ""
+    if not any(_PREFILL_RX.match(part.lower()) for part in [*qual.split("."), stem] if part):
+        return None  # no part of the name is prefill's: the full match below cannot name a prefill glob
     why = index.uncaptured_reason(dotted)  # memoized on the index (the reach walk asks it of most functions)
     if why is None:
         return None
-    module, qual, _rec = index.funcs[dotted]
     hit = index.uncaptured.match(qual, index.by_module.get(module))
     return why if hit is not None and hit[1] in _PREFILL_GLOBS else None
 
@@ -125,7 +132,12 @@ def cold_only(index: Any) -> dict[str, Origin]:
                 first = cand
         return first
 
-    pending = deque(t for t in edges if eligible(t))
+    # a target is reached only through cold paths when some caller starts one (a cold-branch call, or prefill
+    # code by its name) or is such a target itself, so the walk starts at the callees of those callers
+    starts = {caller for caller, (_m, _q, rec) in index.funcs.items()
+              if any(kind in BRANCH_KINDS for _c, _why, kind in rec.get("cold", ()))}
+    starts |= {caller for caller in callees if caller not in starts and named_why(caller) is not None}
+    pending = deque(dict.fromkeys(t for caller in starts for t in callees.get(caller, ()) if eligible(t)))
     queued = set(pending)
     while pending:
         target = pending.popleft()

@@ -115,6 +115,11 @@ class ScopeNames:
         return False
 
 
+def _any_glob(globs: Sequence[str]) -> re.Pattern[str] | None:
+    """One regex matching (from the start, to the end) what any of ``globs`` matches, lower-cased; None for none."""
+    return re.compile("|".join(fnmatch.translate(g.lower()) for g in globs)) if globs else None
+
+
 class UncapturedNames:
     """``uncaptured-functions``: globs naming code that engines run outside capture, although a capture root
     reaches it. A glob without ``/`` or ``.`` matches, case-insensitively, the function's name, an enclosing
@@ -131,6 +136,9 @@ class UncapturedNames:
         self._paths = [p for p in given if "/" in p]
         self._dotted = [p for p in given if "/" not in p and "." in p]
         self._plain = [p for p in given if "/" not in p and "." not in p]
+        # each list as one regex, asked first: most names match no glob (the reach walks ask it of every function)
+        self._keep_rx, self._plain_rx, self._dotted_rx = (_any_glob(g) for g in (self._keep_names, self._plain,
+                                                                                 self._dotted))
 
     def match(self, qual: str, path: str | None) -> tuple[str, str] | None:
         """(the name, prefix or file that matched, the glob), or None. The function's own name is tried first."""
@@ -140,13 +148,18 @@ class UncapturedNames:
         stem = os.path.basename(path).rpartition(".")[0] if path else ""
         for i, name in enumerate([*reversed(parts), stem]):
             low = name.lower()
-            if not low or any(fnmatch.fnmatchcase(low, k) for k in self._keep_names):
+            if not low or self._plain_rx is None or not self._plain_rx.match(low):
+                continue
+            if self._keep_rx is not None and self._keep_rx.match(low):
                 continue
             for glob in self._plain:
                 if fnmatch.fnmatchcase(low, glob.lower()):
                     return (os.path.basename(path or "") if i == len(parts) else name), glob
-        for k in range(2, len(parts) + 1):
+        dotted_rx = self._dotted_rx
+        for k in range(2, len(parts) + 1) if dotted_rx is not None else ():
             prefix = ".".join(parts[:k])
+            if dotted_rx is None or not dotted_rx.match(prefix.lower()):
+                continue
             for glob in self._dotted:
                 if fnmatch.fnmatchcase(prefix.lower(), glob.lower()):
                     return prefix, glob
