@@ -55,7 +55,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -192,19 +192,25 @@ class _CppFile:
             self._ctor_of[region.start] = cpp_rules.constructor_class(self.text, region, pairs, opens) is not None
         return self._ctor_of[region.start]
 
+    def _mentions_outside(self, name: str) -> Iterator[tuple[re.Match[str], Region | None]]:
+        """Each whole-word mention of ``name`` with the region it sits in, less the heads of its definitions and
+        the mentions inside a body of that name (recursion, or an overload delegating to another)."""
+        heads = {self._head_of(r, name) for r in self.regions if r.name == name}
+        for m in re.finditer(r"(?<![\w])" + re.escape(name) + r"(?![\w])", self.text):
+            if m.start() in heads:
+                continue
+            region = self.loc.region(m.start())
+            if region is not None and region.name == name:
+                continue
+            yield m, region
+
     def referrers(self, name: str) -> set[str]:
         """Names of the functions that reference ``name`` here; ``_LIVE`` for a reference at file scope or in a
         macro-named block. Its own body, its definition head and declarations do not count."""
         out: set[str] = set()
         text = self.text
-        heads = {self._head_of(r, name) for r in self.regions if r.name == name}
-        for m in re.finditer(r"(?<![\w])" + re.escape(name) + r"(?![\w])", text):
+        for m, region in self._mentions_outside(name):
             p = m.start()
-            if p in heads:
-                continue
-            region = self.loc.region(p)
-            if region is not None and region.name == name:
-                continue  # recursion, or an overload delegating to another
             if self._declares(p, m.end()) or _CLASS_HEAD.search(text, max(0, p - 64), p):
                 continue  # `void f(`, `struct X {`, `class X;`: a definition or declaration, not a use
             if self._directive(p) == "":
@@ -283,16 +289,10 @@ class _CppFile:
         ``name(...)`` or ``&name`` in code; None for anything else (a declaration without a body, ``X::name``,
         ``obj.name``, a macro argument): those may refer to a definition elsewhere."""
         text = self.text
-        heads = {self._head_of(r, name) for r in self.regions if r.name == name}
         n = len(text)
         uses = False
-        for m in re.finditer(r"(?<![\w])" + re.escape(name) + r"(?![\w])", text):
+        for m, _region in self._mentions_outside(name):
             p = m.start()
-            if p in heads:
-                continue
-            region = self.loc.region(p)
-            if region is not None and region.name == name:
-                continue  # its own body (recursion)
             j = p - 1
             while j >= 0 and text[j] in " \t\r\n":
                 j -= 1
@@ -307,7 +307,7 @@ class _CppFile:
                 uses = True  # `&f`: its address, handed to a binding
             else:
                 return None
-        return bool(heads), uses
+        return any(r.name == name for r in self.regions), uses
 
     def _static_class(self, region: Region) -> str | None:
         """``X`` when ``region`` is a static member function defined in the body of ``struct X``/``class X``: it is
