@@ -121,6 +121,13 @@ _FOREIGN_MODULES = frozenset({
 })
 
 
+def _names_word(name: str) -> Callable[[bytes], bool]:
+    """Whether a file's bytes hold ``name`` as a whole word: a substring test first, then the word check."""
+    key = name.encode()
+    word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(key) + rb"(?![A-Za-z0-9_])")
+    return lambda data: key in data and word.search(data) is not None
+
+
 def _is_macro_name(name: str) -> bool:
     """``PYBIND11_MODULE``, ``TORCH_LIBRARY_IMPL``: a block opened by a macro (a registration), not a function."""
     return name.upper() == name and any(c.isalpha() for c in name)
@@ -551,9 +558,8 @@ class CallerIndex:
 
     def _mentions(self, name: str) -> list[int]:
         if name not in self._mentioned:
-            key = name.encode()
-            word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(key) + rb"(?![A-Za-z0-9_])")
-            self._mentioned[name] = [i for i, data in enumerate(self._index()) if key in data and word.search(data)]
+            names = _names_word(name)
+            self._mentioned[name] = [i for i, data in enumerate(self._index()) if names(data)]
         return self._mentioned[name]
 
     def _cpp_file(self, i: int) -> _CppFile | None:
@@ -725,7 +731,7 @@ class CallerIndex:
                 if language != "python":
                     continue
                 parts = os.path.relpath(path, top).split(os.sep) if top else Path(path).parts[-2:]
-                if any(p in _HARNESS_DIRS for p in parts[:-1]) or _HARNESS_FILE.match(parts[-1]):
+                if self._harness_path("/".join(parts)):
                     self._harness.add(j)
         return i in self._harness
 
@@ -796,8 +802,7 @@ class CallerIndex:
         """The Python files left out of the lint (tests, benchmarks, examples) that name op ``op`` other than as
         the tree's own Python function or another library's, as paths below the tree's common folder."""
         if op not in self._test_users:
-            key = op.encode()
-            word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(key) + rb"(?![A-Za-z0-9_])")
+            names = _names_word(op)
             found: list[str] = []
             top = None
             if self._test_data is None:  # read once, as the linted files are
@@ -809,7 +814,7 @@ class CallerIndex:
                     except OSError:
                         self._test_data.append(b"")
             for path, data in zip(self.tests, self._test_data):
-                if key not in data or not word.search(data):
+                if not names(data):
                     continue
                 if path not in self._test_trees:
                     try:

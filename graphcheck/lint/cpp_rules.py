@@ -680,6 +680,14 @@ _STATEMENT_END = re.compile(r"\s*;")
 _WORD = re.compile(r"(?<![\w.>])[A-Za-z_]\w*")
 
 
+def _head_before(text: str, start: int, floor: int) -> str:
+    """Up to 200 characters before ``start`` (not before ``floor``), less a trailing ``a::b::`` qualification: what
+    precedes a call such as ``at::cuda::getStreamFromPool(...)`` (``return ``, ``auto s = ``)."""
+    head = text[max(floor, start - 200) : start]
+    qual = _QUALIFIED_TAIL.search(head)
+    return head[: qual.start()] if qual else head
+
+
 def _name_positions(text: str, region: Region, names: dict[Region, dict[str, list[int]]]) -> dict[str, list[int]]:
     """Every name's positions in ``region``, in text order, found once per region and kept in ``names`` (a scan
     per stream would be quadratic)."""
@@ -699,9 +707,7 @@ def _returned_pool_stream(text: str, m: re.Match[str], region: Region, pairs: di
     close = pairs.get(text.find("(", m.end() - 1), -1)
     if close < 0 or not _STATEMENT_END.match(text, close + 1):
         return False  # the stream is used in a larger expression
-    head = text[max(region.start, m.start() - 200) : m.start()]
-    qual = _QUALIFIED_TAIL.search(head)
-    head = head[: qual.start()] if qual else head
+    head = _head_before(text, m.start(), region.start)
     if _RETURN_TAIL.search(head):
         return True
     bound = _BOUND_TAIL.search(head)
@@ -751,10 +757,7 @@ def _record_stream_only(text: str, m: re.Match[str], region: Region | None, pair
         return True
     if region is None or not _STATEMENT_END.match(text, close + 1):
         return False
-    head = text[max(floor, m.start() - 200) : m.start()]
-    qual = _QUALIFIED_TAIL.search(head)
-    head = head[: qual.start()] if qual else head
-    bound = _BOUND_TAIL.search(head)
+    bound = _BOUND_TAIL.search(_head_before(text, m.start(), floor))
     if bound is None:
         return False
     uses = _name_positions(text, region, names)
