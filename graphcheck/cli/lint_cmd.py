@@ -89,6 +89,15 @@ def scope_note(result, all_functions: bool) -> str:
             f"{result.functions_skipped} (--all-functions, or entry-points in [tool.graphcheck])")
 
 
+def capture_note(site: str) -> str:
+    """Whether the linted tree captures graphs itself: the errors of a tree that never does (a kernel library,
+    research code run eagerly) are hazards for the engine that captures its ops, which the reader should know."""
+    if site:
+        return f"captures its own graphs: {site}"
+    return ("captures no graph itself (no `torch.cuda.graph`, `capture_begin` or `make_graphed_callables` outside "
+            "tests and benchmarks): errors are hazards for an engine that captures this code")
+
+
 def run(args: argparse.Namespace) -> int:
     from graphcheck import config as config_mod
     from graphcheck.findings import at_or_above
@@ -144,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
                              "vendor backends; `default-exclude`/`vendor-exclude` in [tool.graphcheck], or name "
                              "the path)")
     summary.notes.append(scope_note(result, config.all_functions))
+    if result.capture_site is not None:
+        summary.notes.append(capture_note(result.capture_site))
     for skipped in result.skipped:
         print(f"graphcheck lint: skipped {skipped}: not a Python or CUDA C++ file", file=sys.stderr)
 

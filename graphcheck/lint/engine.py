@@ -45,6 +45,9 @@ class LintResult:
     functions_in_scope: int = 0  # capture-reachable functions that were checked
     functions_skipped: int = 0  # functions not capture-reachable (not checked without --all-functions)
     files_excluded: int = 0  # files left out by the default excludes (tests, benchmarks, ...)
+    # where a linted directory captures its own graphs (``deadcode.capture_site``); "" when it has Python files and
+    # none captures, None when not asked (a single file, no Python)
+    capture_site: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -407,7 +410,13 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
     # GC002/GC003 for a file it could not read or check are marked here, from the file on disk
     findings = [expectations.mark_expected([f])[0] if f.code in _UNLINTED else f for f in findings]
     in_scope, not_reachable = project.counts()
+    own_capture = None
+    folders = [os.path.abspath(p) for p in paths if os.path.isdir(p)]
+    if python_files and folders:
+        from graphcheck.lint.deadcode import capture_site as _capture_site
+
+        own_capture = _capture_site(project, os.path.commonpath(folders)) or ""
     return LintResult(findings=findings, files_checked=len(discovery.files), lines=lines, from_cache=from_cache,
                       seconds=time.perf_counter() - started, skipped=discovery.skipped,
                       functions_in_scope=in_scope, functions_skipped=0 if config.all_functions else not_reachable,
-                      files_excluded=len(excluded))
+                      files_excluded=len(excluded), capture_site=own_capture)
