@@ -31,7 +31,7 @@ the function is called as ``X::f(...)`` or through a template parameter bound to
 ``Dispatch::template invoke<G>(...)``), so whoever names ``X`` calls it; its own name is often one that other
 classes share (``invoke``). A ``struct X {``/``class X;`` head is not a use of ``X``.
 A Python attribute of another library's module (``torch.matmul``, ``F.softmax``, by the file's imports) and a
-documentation string (a docstring that says "fill in") do not name the tree's C++ function.
+documentation string (a docstring that says "fill in") do not name the tree's C++ function (``cpp_pyrefs``).
 A function every reference to which sits in a standalone program's entry ``int main(...)``, or in functions only
 such ``main``s call (followed a few levels), with no binding and no Python use on the way, runs in that program
 (a benchmark, a tutorial), not under an engine's capture: its errors are warnings that name the ``main``s, unless
@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphcheck.findings import Finding, Severity
+from graphcheck.lint.cpp_pyrefs import _LIVE, _PY, PythonRefs, _module_at
 from graphcheck.lint.files import common_folder as files_common
 
 if TYPE_CHECKING:
@@ -68,7 +69,6 @@ if TYPE_CHECKING:
 _CACHE_FILE = "cpp-callers-v3.json"
 _DEPTH = 3  # how many levels of callers are followed before a caller is assumed live
 _BUDGET = 256  # names looked up per run at most (each a pass over the files); past it, callers are assumed live
-_LIVE = "<live>"
 _TIMING = "<timing>"  # first element of a verdict: the function is kernel-timing code or only such code calls it
 _BUILD = "<constructor>"  # first element of a verdict: only class constructors call the function
 _HARNESS = "<harness>"  # first element of a verdict: bound as an op only test/benchmark files name
@@ -83,7 +83,6 @@ _HARNESS_FILE = re.compile(r"^(?:test_.*|.*_test|bench_.*|benchmark_.*)\.py$")
 _TIMING_WORDS = frozenset({"timing", "timer", "profile", "profiling", "profiler", "benchmark", "benchmarking",
                            "bench"})
 _OP = "op:"  # a referrer that is an op name a binding gives; Python code names it
-_PY = "py:"  # a referrer that is a private Python function; its own callers make it live
 # words before `name(` that make it a call, not a declaration (`T::template f<U>(`: a dependent call)
 _CALL_WORDS = frozenset({"return", "else", "co_return", "co_yield", "co_await", "throw", "case", "do", "and", "or",
                          "not", "new", "delete", "sizeof", "decltype", "typeid", "noexcept", "if", "while", "for",
@@ -98,8 +97,6 @@ _MODULE_DECL = re.compile(rb"\b(PYBIND11_MODULE|NB_MODULE|TORCH_LIBRARY|TORCH_LI
                           rb"\s*\(\s*([A-Za-z_]\w*)")
 # a CMake Python module target: `pybind11_add_module(name ...)`, `Python_add_library(name MODULE ...)`
 _CMAKE_MODULE = re.compile(rb"(?i)\b(?:pybind11_add_module|nanobind_add_module|python3?_add_library)\s*\(\s*([\w.]+)")
-# a file path in a Python string (a build script's source list, `"csrc/rms_norm/rms_norm.cu"`): no use of a function
-_PATH_STRING = re.compile(r"^(?=[^/\\]*[/\\]|.*\.(?:cu|cuh|cc|cpp|cxx|c|h|hpp|hh|inl|py|so|o)$)[\w.+\-/\\]+\Z")
 _MACRO_DEPTH = 4  # macros expanded in macros followed before a reference is assumed live
 # `#include "a/b.h"` / `#include <a/b.h>` (group 1: the opening quote or bracket, group 2: the path)
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
@@ -112,14 +109,6 @@ _MAX_CLOSURE = 64  # files of a translation unit followed through includes, at m
 _DEF_CALL = re.compile(r'\.(?:def|impl)\s*(\()\s*"\s*(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)')
 # a class (or struct, union, enum) name being defined or declared: `struct X {`, `class X;`, `friend class X;`
 _CLASS_HEAD = re.compile(r"\b(?:class|struct|union|enum)\s+(?:[A-Za-z_]\w*\s+)?\Z")
-# modules of other libraries: `torch.matmul`, `np.fill`, `F.softmax` name their function, not the tree's C++
-# (`torch.ops.<ns>.f` and `torch.classes` do name the tree's ops: not listed)
-_FOREIGN_MODULES = frozenset({
-    "torch", "torch.nn", "torch.nn.functional", "torch.Tensor", "torch.linalg", "torch.special", "torch.fft",
-    "torch.cuda", "torch.ops.aten", "numpy", "numpy.linalg", "numpy.random", "math", "cmath", "operator",
-    "jax.numpy", "jax.lax", "triton.language", "scipy", "einops",
-})
-
 
 def _names_word(name: str) -> Callable[[bytes], bool]:
     """Whether a file's bytes hold ``name`` as a whole word: a substring test first, then the word check."""
@@ -427,48 +416,6 @@ class _CppFile:
         return False
 
 
-def python_skips(tree: ast.Module) -> tuple[set[int], dict[str, str]]:
-    """What in a Python file never refers to the tree's C++: the ids of its documentation strings (a string
-    that is a statement of its own, such as a docstring: prose that may say "fill in"), and the modules its
-    imports bind (``np`` -> ``numpy``, ``F`` -> ``torch.nn.functional``), for ``foreign``."""
-    docs: set[int] = set()
-    modules: dict[str, str] = {}
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str):
-            docs.add(id(n.value))
-        elif isinstance(n, ast.Import):
-            for a in n.names:
-                if a.asname:
-                    modules[a.asname] = a.name
-                else:
-                    top = a.name.partition(".")[0]
-                    modules[top] = top
-        elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
-            for a in n.names:
-                modules[a.asname or a.name] = f"{n.module}.{a.name}"
-    return docs, modules
-
-
-def imported_receiver(node: ast.Attribute, modules: dict[str, str]) -> str | None:
-    """The dotted module path ``node``'s receiver names through the file's imports (``modules``, from
-    ``python_skips``): ``F`` in ``F.softmax`` -> ``"torch.nn.functional"``; None when its base is not an import."""
-    parts: list[str] = []
-    v = node.value
-    while isinstance(v, ast.Attribute):
-        parts.append(v.attr)
-        v = v.value
-    if not isinstance(v, ast.Name) or v.id not in modules:
-        return None
-    return ".".join([modules[v.id], *reversed(parts)])
-
-
-def foreign(node: ast.Attribute, modules: dict[str, str]) -> bool:
-    """Whether ``node`` is a function of another library's module (``torch.matmul``, ``F.softmax``,
-    ``np.fill``), by what the file's imports bind (``modules``, from ``python_skips``): it does not name the
-    tree's C++ function of the same name. ``torch.ops.<ns>.f`` is not foreign."""
-    return imported_receiver(node, modules) in _FOREIGN_MODULES
-
-
 class LintedSources:
     """The bytes of the linted files, read once per run and shared by the passes that search them
     (``demote_uncalled`` and ``cpp_ops.demote_cold_ops``), with each C++ file read as C++ and each Python file
@@ -480,7 +427,7 @@ class LintedSources:
         self._at: dict[str, int] | None = None
         self.cpp: dict[int, _CppFile | None] = {}
         self.py_trees: dict[int, ast.Module | None] = {}
-        self.py_skips: dict[int | str, tuple[set[int], dict[str, str]]] = {}  # see ``python_skips``
+        self.py_skips: dict[int | str, tuple[set[int], dict[str, str]]] = {}  # see ``cpp_pyrefs.python_skips``
         self.roots: frozenset[str] | None = None  # see ``CallerIndex._roots``
 
     def data(self) -> list[bytes]:
@@ -538,19 +485,16 @@ class CallerIndex:
         self._mains: dict[str, list[tuple[str, int, bool]]] = {}  # name -> [(path, line, entry)] of `main`s naming it
         self._captured: dict[str, set[str]] = {}  # name -> callers that reference it in a file that captures
         self._top: str | None = None  # the linted files' common folder
-        self._py_trees = sources.py_trees
-        self._py_skips = sources.py_skips
         self._harness: set[int] | None = None  # Python files that are tests or benchmarks, by their path
         # op -> (the test/benchmark files that name it, an op of the same binding file other Python names)
         self.harness_only: dict[str, tuple[list[str], str]] = {}
-        self._py_defs: dict[str, set[tuple[str, str]]] = {}  # name -> {(path, class or "")} defining it in Python
-        self._py_imports: dict[int | str, dict[str, tuple[int, str, str]]] = {}  # see ``_imports``
-        self._py_rebound: dict[int | str, set[str]] = {}  # see ``_rebound``
         self._root_names: frozenset[str] | None = None  # see ``_roots`` (empty: unknown)
         # in an application tree (one that captures its own graphs, ``deadcode.capture_site``): where it does;
         # an op no Python file of the tree names is then dead there, not called from outside
         self.app_site: str | None = None
         self.app_unnamed: set[str] = set()  # ops bound in C++ that no Python file of such a tree names
+        # which Python files name a name, and who in them: parses and skips shared through ``sources``
+        self.py = PythonRefs(self.files, sources.data, sources.py_trees, sources.py_skips, self._mentions, self._roots)
 
     def _index(self) -> list[bytes]:
         """Each file's bytes, read once; a query is a substring search per file, confirmed as a whole word."""
@@ -588,7 +532,7 @@ class CallerIndex:
                 bare = name.split(":", 1)[1] if name.startswith((_OP, _PY)) else name
                 mentions = self._mentions(bare)
             if not name.startswith(_PY):  # the tree's Python method of the same name is no use of it
-                mentions = self._op_mentions(bare, mentions)
+                mentions = self.py.op_mentions(bare, mentions)
             if name.startswith(_OP) and not any(self.files[i][1] == "python" for i in mentions):
                 binding = [i for i in mentions if self.files[i][1] == "cpp"]
                 mentions = []
@@ -756,7 +700,7 @@ class CallerIndex:
                 continue
             for sibling in list(dict.fromkeys(bound))[:64]:
                 if sibling != op and any(self.files[j][1] == "python" and not self._is_harness(j)
-                                         for j in self._op_mentions(sibling, self._mentions(sibling))):
+                                         for j in self.py.op_mentions(sibling, self._mentions(sibling))):
                     if self._exports():
                         return None
                     shown = sorted({*(Path(self.files[j][0]).name for j in users),
@@ -783,7 +727,7 @@ class CallerIndex:
                 if (language != "python" or self._is_harness(i)
                         or (b"import *" not in data and b"__getattr__" not in data)):
                     continue
-                tree = self._py_tree(i)
+                tree = self.py.tree(i)
                 if tree is None:
                     self._export = True
                     break
@@ -822,139 +766,12 @@ class CallerIndex:
                     except (SyntaxError, ValueError, RecursionError):
                         self._test_trees[path] = None
                 tree = self._test_trees[path]
-                if tree is None or self._names_op(path, tree, op):
+                if tree is None or self.py.names_op(path, tree, op):
                     if top is None:
                         top = files_common([p for p, _ in self.files] + self.tests)
                     found.append(os.path.relpath(path, top).replace(os.sep, "/") if top else os.path.basename(path))
             self._test_users[op] = sorted(found)
         return self._test_users[op]
-
-    def _op_mentions(self, op: str, mentions: list[int]) -> list[int]:
-        """``mentions`` of op ``op`` less the Python files whose every mention of it is an attribute of a class or
-        module the tree defines in Python with a function of that name (``BitPack.unpack_3bit_32`` where
-        ``hqq/core/bitpack.py`` defines ``class BitPack`` with ``def unpack_3bit_32``): a use of that Python
-        function, not of the op."""
-        if not self._python_defs(op, mentions) and self._roots() is None:
-            return mentions
-        out = []
-        for i in mentions:
-            tree = self._py_tree(i) if self.files[i][1] == "python" else None
-            if tree is None or self._names_op(i, tree, op):
-                out.append(i)
-        return out
-
-    def _python_defs(self, name: str, mentions: list[int]) -> set[tuple[str, str]]:
-        """``(path, class)`` of each top-level class of the tree's Python that defines a function ``name`` in its
-        body, ``(path, "")`` of each module that defines one at module level (``mentions``: the files that
-        mention ``name``, as the defining files do)."""
-        if name not in self._py_defs:
-            found: set[tuple[str, str]] = set()
-            for i in mentions:
-                tree = self._py_tree(i) if self.files[i][1] == "python" else None
-                for node in tree.body if tree is not None else ():
-                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-                        found.add((os.path.normpath(self.files[i][0]), ""))
-                    elif isinstance(node, ast.ClassDef) and any(
-                            isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == name
-                            for b in node.body):
-                        found.add((os.path.normpath(self.files[i][0]), node.name))
-            self._py_defs[name] = found
-        return self._py_defs[name]
-
-    def _names_op(self, i: int | str, tree: ast.Module, name: str) -> bool:
-        """Whether Python file ``i`` (a linted file's number, or the path of a file left out) names ``name`` other
-        than as the tree's own Python function (``_py_method``) or another library's function, or in a
-        documentation string."""
-        docs, modules = self._py_skip(i, tree)
-        for n in ast.walk(tree):
-            if isinstance(n, ast.Name) and n.id == name and not self._py_function(i, tree, n):
-                return True
-            if (isinstance(n, ast.Attribute) and n.attr == name and not self._foreign(n, modules)
-                    and not self._py_method(i, tree, n)):
-                return True
-            if (isinstance(n, ast.Constant) and isinstance(n.value, str) and name in n.value and id(n) not in docs
-                    and not _PATH_STRING.match(n.value)):
-                return True
-        return False
-
-    def _py_method(self, i: int | str, tree: ast.Module, node: ast.Attribute) -> bool:
-        """Whether ``X.name`` (``node``) in Python file ``i`` names a function the tree defines in Python: ``X`` is a
-        class of this file, or a class or module its imports bind (``from .bitpack import BitPack``, ``import
-        pkg.mod as m``), whose definition has a function ``name``. Unresolved receivers (an extension module, a
-        re-export, an object) are not."""
-        if not isinstance(node.value, ast.Name):
-            return False
-        defs = self._py_defs.get(node.attr)
-        if defs is None:  # the files are searched once per name
-            defs = self._python_defs(node.attr, self._mentions(node.attr))
-        if not defs:
-            return False
-        x = node.value.id
-        path = os.path.normpath(self.files[i][0] if isinstance(i, int) else i)
-        if (path, x) in defs:
-            return True
-        bound = self._imports(i, tree).get(x)
-        if bound is None:
-            return False
-        level, module, attr = bound
-        for where, cls in defs:
-            if cls and attr == cls and _module_at(where, path, level, module):
-                return True
-            if not cls and _module_at(where, path, level, f"{module}.{attr}" if module and attr else module or attr):
-                return True
-        return False
-
-    def _py_function(self, i: int | str, tree: ast.Module, node: ast.Name) -> bool:
-        """Whether the bare name ``node`` in Python file ``i`` is a Python function the tree defines: one defined at
-        module level in this file that nothing else in the file binds (an import, an assignment, a parameter), or
-        one an import binds from the tree's module that defines it (``from .mpt import rms_norm``)."""
-        defs = self._py_defs.get(node.id)
-        if defs is None:
-            defs = self._python_defs(node.id, self._mentions(node.id))
-        if not any(not cls for _, cls in defs):
-            return False
-        path = os.path.normpath(self.files[i][0] if isinstance(i, int) else i)
-        bound = self._imports(i, tree).get(node.id)
-        if bound is None:
-            return (path, "") in defs and node.id not in self._rebound(i, tree)
-        level, module, attr = bound
-        return attr == node.id and any(not cls and _module_at(where, path, level, module) for where, cls in defs)
-
-    def _rebound(self, i: int | str, tree: ast.Module) -> set[str]:
-        """Names Python file ``i`` binds other than by a ``def``: assignment and loop targets, parameters, classes,
-        ``global``/``nonlocal`` names, and what its imports bind."""
-        if i not in self._py_rebound:
-            out: set[str] = set(self._imports(i, tree))
-            for n in ast.walk(tree):
-                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-                    out.add(n.id)
-                elif isinstance(n, ast.arg):
-                    out.add(n.arg)
-                elif isinstance(n, ast.ClassDef):
-                    out.add(n.name)
-                elif isinstance(n, (ast.Global, ast.Nonlocal)):
-                    out.update(n.names)
-                elif isinstance(n, ast.Import):
-                    out.update((a.asname or a.name).partition(".")[0] for a in n.names)
-            self._py_rebound[i] = out
-        return self._py_rebound[i]
-
-    def _foreign(self, node: ast.Attribute, modules: dict[str, str]) -> bool:
-        """``foreign``, or an attribute of a module imported from a top-level package that is neither in the tree
-        (no folder or Python file of that name) nor an extension the tree builds (``_roots``): ``ops.rms_norm``
-        after ``from vllm._C import ops`` in a tree that is not vLLM names vLLM's op. ``torch.ops.<ns>`` is the
-        tree's. Unknown (not foreign) when the tree names no extension build."""
-        if foreign(node, modules):
-            return True
-        roots = self._roots()
-        if roots is None:
-            return False
-        dotted = imported_receiver(node, modules)
-        if dotted is None:
-            return False
-        if dotted.startswith(("torch.ops.", "torch.classes.")) or dotted in ("torch.ops", "torch.classes"):
-            return False
-        return dotted.partition(".")[0] not in roots
 
     def _roots(self) -> frozenset[str] | None:
         """The top-level names under which Python may import the tree's code: every folder and Python file stem on
@@ -997,80 +814,9 @@ class CallerIndex:
             self.sources.roots = self._root_names
         return self._root_names or None
 
-    def _imports(self, i: int | str, tree: ast.Module) -> dict[str, tuple[int, str, str]]:
-        """What Python file ``i``'s imports bind: local name -> (level, module, imported name) (``from ..a import
-        B as C``: ``C`` -> ``(2, "a", "B")``; ``import a.b as m``: ``m`` -> ``(0, "a.b", "")``)."""
-        if i not in self._py_imports:
-            out: dict[str, tuple[int, str, str]] = {}
-            for n in ast.walk(tree):
-                if isinstance(n, ast.Import):
-                    for a in n.names:
-                        if a.asname:
-                            out[a.asname] = (0, a.name, "")
-                        elif "." not in a.name:
-                            out[a.name] = (0, a.name, "")
-                elif isinstance(n, ast.ImportFrom):
-                    for a in n.names:
-                        out[a.asname or a.name] = (n.level, n.module or "", a.name)
-            self._py_imports[i] = out
-        return self._py_imports[i]
-
-    def _py_tree(self, i: int) -> ast.Module | None:
-        """Python file ``i`` parsed once per run; None when it does not parse."""
-        if i not in self._py_trees:
-            try:
-                self._py_trees[i] = ast.parse(self._index()[i].decode("utf-8", "replace"))
-            except (SyntaxError, ValueError, RecursionError):
-                self._py_trees[i] = None
-        return self._py_trees[i]
-
-    def _py_skip(self, i: int | str, tree: ast.Module) -> tuple[set[int], dict[str, str]]:
-        """``python_skips`` of Python file ``i`` (parsed as ``tree``), once per run."""
-        if i not in self._py_skips:
-            self._py_skips[i] = python_skips(tree)
-        return self._py_skips[i]
-
     def _python_referrers(self, i: int, name: str, own: bool = False) -> set[str]:
-        """Who references ``name`` in Python file ``i``: the enclosing function (``py:f``) when it is a
-        private module-level function (a leading ``_``, or in a private module such as ``_custom_ops.py``)
-        that only its callers make live; ``_LIVE`` for anything else (module or class level, a method, a
-        decorated or public function, a string that names it, a file that does not parse). With ``own``
-        (``name`` is itself a Python function), a use inside a function of that name is recursion."""
-        tree = self._py_tree(i)
-        if tree is None:
-            return {_LIVE}
-        private_module = any(part.startswith("_") and not part.startswith("__")
-                             for part in Path(self.files[i][0]).parts[-3:])
-        docs, modules = self._py_skip(i, tree)
-        out: set[str] = set()
-
-        def visit(node: ast.AST, fn: ast.AST | None, in_class: bool) -> None:
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    visit(child, child if fn is None else fn, in_class and fn is None)
-                    continue
-                if isinstance(child, ast.ClassDef):
-                    visit(child, fn, True)
-                    continue
-                hit = ((isinstance(child, ast.Name) and child.id == name
-                        and not (not own and self._py_function(i, tree, child)))
-                       or (isinstance(child, ast.Attribute) and child.attr == name
-                           and not self._foreign(child, modules)
-                           and not (not own and self._py_method(i, tree, child)))
-                       or (isinstance(child, ast.Constant) and isinstance(child.value, str) and name in child.value
-                           and not _PATH_STRING.match(child.value)
-                           and id(child) not in docs))
-                if hit:
-                    if isinstance(child, ast.Constant) or fn is None or in_class:
-                        out.add(_LIVE)
-                    elif not (own and fn.name == name):  # type: ignore[attr-defined]
-                        private = fn.name.startswith("_") or private_module  # type: ignore[attr-defined]
-                        decorated = bool(fn.decorator_list)  # type: ignore[attr-defined]
-                        out.add(_PY + fn.name if private and not decorated else _LIVE)  # type: ignore[attr-defined]
-                visit(child, fn, in_class)
-
-        visit(tree, None, False)
-        return out
+        """Who references ``name`` in Python file ``i`` (``PythonRefs.referrers``); ``cpp_ops`` asks its own."""
+        return self.py.referrers(i, name, own)
 
     follow = _DEPTH  # levels of callers ``uncalled`` follows before a caller is assumed live
 
@@ -1178,21 +924,6 @@ class CallerIndex:
         return callers
 
 
-def _module_at(path: str, importer: str, level: int, module: str) -> bool:
-    """Whether Python file ``path`` is module ``module`` as file ``importer`` imports it (``level`` dots of a
-    relative import; an absolute one matches by the trailing folders)."""
-    if not module:
-        return False
-    rel = os.path.join(*module.split("."))
-    options = (rel + ".py", os.path.join(rel, "__init__.py"))
-    if level:
-        base = os.path.dirname(importer)
-        for _ in range(level - 1):
-            base = os.path.dirname(base)
-        return path in {os.path.normpath(os.path.join(base, o)) for o in options}
-    return any(path == o or path.endswith(os.sep + o) for o in options)
-
-
 def _top(files: Sequence[tuple[str, str]], language: str | None = None) -> str:
     """The common folder of ``files`` (of ``language`` only, if given); ``""`` if none."""
     paths = [path for path, lang in files if language is None or lang == language]
@@ -1236,7 +967,7 @@ def _digest_of(files: Sequence[tuple[str, str]], names: Iterable[str], tests: Se
     """The verdict cache's key: the modules, the stat of every linted file, of the build scripts the extension-name
     search reads and of the left-out tests read for op names (``tests``), and the names asked about."""
     h = hashlib.blake2b(digest_size=16)
-    for mod in ("cpp_callers.py", "cpp_rules.py"):
+    for mod in ("cpp_callers.py", "cpp_pyrefs.py", "cpp_rules.py"):
         try:
             h.update((Path(__file__).resolve().parent / mod).read_bytes())
         except OSError:

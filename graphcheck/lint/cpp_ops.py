@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 
 from graphcheck.config import UNCAPTURED_GROUPS
 from graphcheck.findings import Finding, Severity
-from graphcheck.lint.cpp_callers import _LIVE, _OP, _PY, CallerIndex, LintedSources, foreign
+from graphcheck.lint.cpp_callers import _LIVE, _OP, _PY, CallerIndex, LintedSources
+from graphcheck.lint.cpp_pyrefs import foreign
 from graphcheck.lint.cpp_rules import is_setup_function
 from graphcheck.lint.project import _uncaptured_why
 
@@ -66,7 +67,7 @@ class _ReachIndex(CallerIndex):
     def _python_referrers(self, i: int, name: str, own: bool = False) -> set[str]:
         path = self.files[i][0]
         module = self.project.names.get(path, (None,))[0]
-        tree = self._py_tree(i)
+        tree = self.py.tree(i)
         if tree is None:
             return {_LIVE}
         if module is None:
@@ -75,7 +76,7 @@ class _ReachIndex(CallerIndex):
         shadowed = not own and any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                                    and s.name == name for s in tree.body)
         private_module = any(part.startswith("_") and not part.startswith("__") for part in Path(path).parts[-3:])
-        docs, modules = self._py_skip(i, tree)
+        docs, modules = self.py.skip(i, tree)
         out: set[str] = set()
         shown = Path(path).name
         # module-level statements: `op(...)` called outside any `with` block runs once, at import;

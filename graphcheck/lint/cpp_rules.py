@@ -627,18 +627,17 @@ def _thread_stream_reset(text: str, m: re.Match[str], region: Region | None, pai
     error: its work goes to the default stream)."""
     if region is None or region in launch_regions:
         return None
-    head = _SET_CURRENT_HEAD.search(text, max(region.start, m.start() - 120), m.start())
-    reset = _reset_call(text, m, region, pairs)
-    if head is None or reset is None:
+    span = _reset_span(text, m, region, pairs)
+    if span is None:
         return None
-    outer_close = pairs[text.rfind("(", head.start(), m.start())]
+    head_start, outer_close = span
     semi = outer_close + 1
     while semi < region.end and text[semi] in " \t\r\n":
         semi += 1
     if semi >= region.end or text[semi] != ";":
         return None
     body = text[region.start + 1 : region.end]
-    if _CURRENT_STREAM.search(body) or _LOOP_WORD.search(text, region.start, head.start()):
+    if _CURRENT_STREAM.search(body) or _LOOP_WORD.search(text, region.start, head_start):
         return None
     rest = _flatten_directives(text[semi + 1 : region.end], _directive_spans(text[semi + 1 : region.end]))
     pos = 0
@@ -657,12 +656,12 @@ def _thread_stream_reset(text: str, m: re.Match[str], region: Region | None, pai
         pos = j + 1
     if "<<<" in rest:
         return None
-    return reset
+    return _reset_text(text, span)
 
 
-def _reset_call(text: str, m: re.Match[str], region: Region, pairs: dict[int, int]) -> str | None:
-    """The text of ``setCurrentCUDAStream(getDefaultCUDAStream(...))`` when ``m`` (the getter) is that call's
-    whole argument, else None."""
+def _reset_span(text: str, m: re.Match[str], region: Region, pairs: dict[int, int]) -> tuple[int, int] | None:
+    """Where ``setCurrentCUDAStream(getDefaultCUDAStream(...))`` starts and where its outer parenthesis closes, when
+    ``m`` (the getter) is that call's whole argument; else None."""
     head = _SET_CURRENT_HEAD.search(text, max(region.start, m.start() - 120), m.start())
     if head is None:
         return None
@@ -670,7 +669,12 @@ def _reset_call(text: str, m: re.Match[str], region: Region, pairs: dict[int, in
     outer_close = pairs.get(text.rfind("(", head.start(), m.start()), -1)
     if inner_close < 0 or outer_close < 0 or text[inner_close + 1 : outer_close].strip():
         return None
-    return " ".join(text[head.start() : outer_close + 1].split())
+    return head.start(), outer_close
+
+
+def _reset_text(text: str, span: tuple[int, int]) -> str:
+    """The reset call at ``span`` (``_reset_span``) as one line."""
+    return " ".join(text[span[0] : span[1] + 1].split())
 
 
 _QUALIFIED_TAIL = re.compile(r"(?:\b\w+\s*::\s*)*$")
@@ -1342,8 +1346,9 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             continue
         if region not in reset_only:  # asked of the region's first use: every later use is in what it checks
             reset_only[region] = _thread_stream_reset(text, m, region, pairs, launch_regions) is not None
-        reset = _reset_call(text, m, region, pairs) if reset_only[region] else None
-        if reset is not None:
+        span = _reset_span(text, m, region, pairs) if reset_only[region] else None
+        if span is not None:
+            reset = _reset_text(text, span)
             # it enqueues nothing: the hazard is in whatever this thread launches later, which the rules do not
             # follow; a warning that says so
             findings[-1] = dataclasses.replace(
