@@ -14,8 +14,9 @@ Keys: ``select``, ``ignore`` (codes or prefixes such as ``GC1``),
 ``vendor-exclude`` (path-part globs dropped below a linted directory),
 ``entry-points`` (qualified names of capture entry points),
 ``custom-op-registrars``, ``host-names``, ``capture-guards``, ``debug-flags``, ``prefill-flags``,
-``data-dependent-ops``, ``eager-functions``, ``harness-functions`` and ``uncaptured-functions`` (the static
-layer's scope and value model; docs/guide/lint.md), ``fail-on`` (error, warning, info, never),
+``prefill-lengths``, ``data-dependent-ops``, ``eager-functions``, ``harness-functions`` and
+``uncaptured-functions`` (the static layer's scope and value model; docs/guide/lint.md), ``fail-on`` (error,
+warning, info, never),
 ``all-functions`` (bool), ``max-file-size`` (bytes). Unknown keys and wrong types
 are errors.
 """
@@ -59,6 +60,14 @@ DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host", "*_pinned")
 # attribute or call the test reads (`if prefill_meta := m.prefill_metadata:`, `if num_prefills > 0:`,
 # `if is_prefill():`). A test that also names decode is none. Engines capture decode; a prefill branch runs eagerly.
 DEFAULT_PREFILL_FLAGS = ("*prefill*",)
+# Names of a query length (prefill-lengths): globs, case-insensitive, on the last part of a name or attribute. A
+# branch test comparing one with 1 (`if q_len > 1:`, `q_len != 1`, `q_len >= 2`; the `else` of `if q_len == 1:`;
+# `q_len > 1 and x`, true arm) is a prefill branch: HF-style model code generates one token per step, so a query
+# of more than one token is the prompt, and what is captured is the one-token decode step. Kept to names that
+# say query: a generic `seq_len`/`num_tokens` may hold a speculative verify step's few tokens, which engines
+# capture, and so may the q length of a decode kernel's API (FlashInfer XQA's `q_seq_len > 1` is speculative
+# decoding), so `q_seq_len`/`seqlen_q` are not here either.
+DEFAULT_PREFILL_LENGTHS = ("q_len", "qlen", "query_len", "query_length", "q_length")
 # Flags (names, attributes, environment keys; case-insensitive globs) that are true only when debugging or
 # checking: code under them does not run in captured serving.
 DEFAULT_DEBUG_FLAGS = ("*debug*", "check", "check_*", "*_check", "*_check_*", "*_checks", "*validate*",
@@ -121,6 +130,7 @@ class Config:
     vendor_exclude: tuple[str, ...] = DEFAULT_VENDOR_EXCLUDE  # non-CUDA backends, excluded like default-exclude
     debug_flags: tuple[str, ...] = DEFAULT_DEBUG_FLAGS  # globs of flags true only when debugging/checking
     prefill_flags: tuple[str, ...] = DEFAULT_PREFILL_FLAGS  # globs of names a prefill branch's test reads
+    prefill_lengths: tuple[str, ...] = DEFAULT_PREFILL_LENGTHS  # globs of query-length names (`q_len > 1`)
     data_dependent_ops: tuple[str, ...] = DEFAULT_DATA_DEPENDENT  # qualname globs of data-dependent-size ops
     eager_functions: tuple[str, ...] = DEFAULT_EAGER  # qualname globs run before replay: not roots, not walked
     harness_functions: tuple[str, ...] = DEFAULT_HARNESS  # qualname globs of tests/benchmarks/references
@@ -192,8 +202,8 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
 
 # Keys whose value is a list of strings (or one string), stored under the field of the same name.
 _STR_LIST_KEYS = ("entry-points", "custom-op-registrars", "host-names", "capture-guards", "default-exclude",
-                  "vendor-exclude", "debug-flags", "prefill-flags", "data-dependent-ops", "eager-functions",
-                  "harness-functions", "uncaptured-functions")
+                  "vendor-exclude", "debug-flags", "prefill-flags", "prefill-lengths", "data-dependent-ops",
+                  "eager-functions", "harness-functions", "uncaptured-functions")
 
 
 def _root_glob(pattern: str) -> str:
@@ -242,8 +252,8 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
         else:
             known = ("select, ignore, per-file-ignores, exclude, default-exclude, vendor-exclude, entry-points, "
                      "custom-op-registrars, host-names, capture-guards, debug-flags, prefill-flags, "
-                     "data-dependent-ops, eager-functions, harness-functions, uncaptured-functions, fail-on, "
-                     "all-functions, max-file-size")
+                     "prefill-lengths, data-dependent-ops, eager-functions, harness-functions, uncaptured-functions, "
+                     "fail-on, all-functions, max-file-size")
             raise ConfigError(f"{where_file}: unknown key {raw_key!r} in [tool.graphcheck] (known: {known})")
     return Config(root=root, source=source, **values)
 

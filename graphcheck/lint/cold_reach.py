@@ -20,6 +20,7 @@ index does not resolve.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import fnmatch
 import os
@@ -28,7 +29,7 @@ from collections import deque
 from typing import Any
 
 from graphcheck.config import UNCAPTURED_GROUPS
-from graphcheck.lint.coldpaths import BRANCH_KINDS
+from graphcheck.lint.coldpaths import BRANCH_KINDS, PREFILL_BRANCH, branch_ranges
 
 # root reasons of kernel wrappers (a root by what it launches, not by how it is registered or captured)
 LAUNCH_REASONS = ("launches ", "calls extension op", "compiles ")
@@ -206,3 +207,42 @@ def describe(index: Any, dotted: str, origin: Origin) -> str:
     if origin.via:
         text += ", via " + " -> ".join(f"`{index.funcs[d][1]}`" for d in origin.via)
     return text
+
+
+def cold_use(index: Any, dotted: str, node: ast.AST | None, line: int) -> tuple[str, bool] | None:
+    """Why a use (a call, a reference) on line ``line`` of the Python function ``dotted`` (``node``: its
+    ``def``, when known) runs only through a prefill (or non-CUDA platform, or timing) path, and whether that
+    path is prefill's; None when it may run under capture. The use is so when it sits in a prefill, platform or
+    timing branch of the function, when the function is prefill code by its name, or when every resolved caller
+    reaches it only through such a path (``cold_only``). A function that opens a capture region, or is a capture
+    site or entry point, is never so. ``graphcheck.lint.cpp_ops`` asks it of each Python use of a C++ op."""
+    rec = index.funcs.get(dotted)
+    if rec is None or rec[2].get("opens_capture") or dotted in index.forced:
+        return None
+    if node is not None:
+        ifs = [n for n in ast.walk(node) if isinstance(n, ast.If)]
+        for cold in branch_ranges(ifs, index.prefill_flags, True, index.prefill_lengths) if ifs else ():
+            if cold.start <= line <= cold.end and cold.kind in BRANCH_KINDS:
+                return f"its use runs only {cold.why}", cold.kind == PREFILL_BRANCH
+    named = prefill_named(index, dotted)
+    if named is not None:
+        under = _called_under(index, dotted)
+        return f"prefill code by its name: {named}" + (f"; it {under}" if under else ""), True
+    origin = cold_only(index).get(dotted)
+    if origin is not None:
+        return f"it {describe(index, dotted, origin)}", origin.kind in (PREFILL_BRANCH, PREFILL_CODE)
+    return None
+
+
+def _called_under(index: Any, dotted: str) -> str | None:
+    """When every resolved caller of ``dotted`` calls it in a prefill (platform, timing) branch: the first such
+    call, as ``describe`` says it ("runs only through `Attn.forward`'s call under `if q_len > 1:` ..."); else
+    None. For prefill code by its name, whose callers' branch the message names too."""
+    first = None
+    for caller, callee, _how in index.call_edges().get(dotted, ()):
+        cold = next(((why, kind) for c, why, kind in index.funcs[caller][2].get("cold", ()) if c == callee), None)
+        if cold is None or cold[1] not in BRANCH_KINDS:
+            return None
+        if first is None:
+            first = Origin(caller, cold[0], cold[1])
+    return None if first is None else describe(index, dotted, first)

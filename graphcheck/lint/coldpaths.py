@@ -48,7 +48,7 @@ import functools
 import re
 from collections.abc import Sequence
 
-from graphcheck.config import DEFAULT_PREFILL_FLAGS
+from graphcheck.config import DEFAULT_PREFILL_FLAGS, DEFAULT_PREFILL_LENGTHS
 
 FIRST_USE = "once per key (first use, normally a warm-up before capture)"
 # the kinds of cold path, as findings name them (evidence "path") and summaries store them
@@ -136,6 +136,9 @@ def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence
 
 OPT_IN = "when the caller passes `{name}` (an opt-in flag, default False)"
 PREFILL = "a prefill branch (engines capture decode; prefill runs eagerly)"
+# a query-length test (`if q_len > 1:`): model code generating one token per step splits prefill off so
+PREFILL_LENGTH = ("a prefill branch (a query of more than one token is the prompt; decode steps take one, and "
+                  "decode is what engines capture)")
 PLATFORM = "a branch for a non-CUDA platform (`{word}`), which CUDA graphs never run on"
 TIMING = "a kernel-timing/profiling branch, which engines do not capture"
 PLATFORM_BRANCH = "platform branch"
@@ -219,22 +222,28 @@ def measuring_name(name: str) -> bool:
 
 
 def branch_ranges(nodes: Sequence[ast.AST], prefill: Sequence[str] = DEFAULT_PREFILL_FLAGS,
-                  roles: bool = True) -> list[Cold]:
+                  roles: bool = True, lengths: Sequence[str] = DEFAULT_PREFILL_LENGTHS) -> list[Cold]:
     """Blocks of a function (its nodes ``nodes``) that run only for prefill (a test naming a prefill flag and
-    nothing about decode), on a non-CUDA platform (``if IS_NPU:``, ``if current_platform.is_xpu():``, ``if
-    device.type == "npu":``, the ``else`` of ``if not is_npu():``) or when timing kernels (``if timing:``).
-    ``prefill``: the ``prefill-flags`` globs, empty when the module cannot hold a prefill test (it never spells
-    one); ``roles``: whether it can hold a platform or timing test."""
+    nothing about decode, or comparing a query length with 1), on a non-CUDA platform (``if IS_NPU:``, ``if
+    current_platform.is_xpu():``, ``if device.type == "npu":``, the ``else`` of ``if not is_npu():``) or when
+    timing kernels (``if timing:``). ``prefill``: the ``prefill-flags`` globs, empty when the module cannot hold
+    a prefill test (it never spells one); ``roles``: whether it can hold a platform or timing test;
+    ``lengths``: the ``prefill-lengths`` globs (names of a query length), empty when the module spells none."""
     out = []
     flags = tuple(prefill)
+    lens = tuple(lengths)
     for node in nodes:
         if not isinstance(node, ast.If):
             continue
-        on_true = _prefill_test(node.test, flags) if flags else None
+        on_true = _prefill_test(node.test, flags, lens) if flags or lens else None
         if on_true is not None:
             block = node.body if on_true else node.orelse
             if block:
-                why = f"under `if {_text(node.test)}:` (line {node.lineno}), {PREFILL}"
+                if lens and _length_test(node.test, lens):
+                    where = "under" if on_true else "in the `else` of"
+                    why = f"{where} `if {_text(node.test)}:` (line {node.lineno}), {PREFILL_LENGTH}"
+                else:
+                    why = f"under `if {_text(node.test)}:` (line {node.lineno}), {PREFILL}"
                 out.append(Cold(block[0].lineno, _last_line(block), why, kind=PREFILL_BRANCH))
             continue
         if not roles:
@@ -253,10 +262,13 @@ def branch_ranges(nodes: Sequence[ast.AST], prefill: Sequence[str] = DEFAULT_PRE
     return out
 
 
-def _prefill_test(test: ast.AST, flags: tuple[str, ...] = DEFAULT_PREFILL_FLAGS) -> bool | None:
+def _prefill_test(test: ast.AST, flags: tuple[str, ...] = DEFAULT_PREFILL_FLAGS,
+                  lengths: tuple[str, ...] = ()) -> bool | None:
     """Whether the branch taken for prefill is the true one (True), the false one (False), or None when
     ``test`` is not a prefill test. ``has_prefill``, ``n_prefills > 0``, ``m.prefill is not None``,
-    ``is_prefill()``, ``a and has_prefill`` (true arm only) and their ``not``."""
+    ``is_prefill()``, a query length (a ``prefill-lengths`` name, ``lengths``) compared with 1 (``q_len > 1``,
+    ``q_len != 1``, ``q_len >= 2``; ``q_len == 1`` is decode, its ``else`` prefill), ``a and has_prefill``
+    (true arm only) and their ``not``."""
     negated = False
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, negated = test.operand, not negated
@@ -266,9 +278,14 @@ def _prefill_test(test: ast.AST, flags: tuple[str, ...] = DEFAULT_PREFILL_FLAGS)
     if any("decode" in n or "decoding" in n for n in lowered):
         return None
     if isinstance(test, ast.BoolOp):
-        if isinstance(test.op, ast.And) and not negated and any(_prefill_test(v, flags) is True for v in test.values):
+        if isinstance(test.op, ast.And) and not negated and any(_prefill_test(v, flags, lengths) is True
+                                                                for v in test.values):
             return True
         return None
+    if isinstance(test, ast.Compare) and lengths:
+        longer = _longer_than_one(test, lengths)
+        if longer is not None:
+            return longer != negated
     if isinstance(test, ast.Compare):
         if len(test.ops) != 1 or not _prefill_name(test.left, flags):
             return None
@@ -290,6 +307,35 @@ def _prefill_test(test: ast.AST, flags: tuple[str, ...] = DEFAULT_PREFILL_FLAGS)
     if isinstance(test, ast.NamedExpr) and _prefill_name(test.target, flags):
         return not negated
     return None
+
+
+def _length_test(test: ast.AST, lengths: tuple[str, ...]) -> bool:
+    """Whether a prefill test reads a query length (``q_len > 1``, ``not q_len == 1``, ``q_len > 1 and x``)."""
+    return any(isinstance(n, ast.Compare) and _longer_than_one(n, lengths) is not None for n in ast.walk(test))
+
+
+# `1 < q_len` read as `q_len > 1`: the operator with its operands swapped
+_SWAPPED: dict[type, type] = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE,
+                              ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
+
+
+def _longer_than_one(test: ast.Compare, lengths: tuple[str, ...]) -> bool | None:
+    """For a comparison of a query length (a name or attribute matching a ``prefill-lengths`` glob) with the
+    integer 1 or 2: whether it is true when the query holds more than one token (``q_len > 1``, ``q_len != 1``,
+    ``q_len >= 2``, ``1 < q_len``: True; ``q_len == 1``, ``q_len <= 1``, ``q_len < 2``: False); None for any
+    other test (``q_len > 4``, ``seq_len > 1``, a chain ``0 < q_len < 8``)."""
+    if len(test.ops) != 1:
+        return None
+    op: type = type(test.ops[0])
+    name, bound = test.left, test.comparators[0]
+    if isinstance(name, ast.Constant):
+        name, bound = bound, name
+        op = _SWAPPED.get(op, ast.Is)
+    if not (isinstance(bound, ast.Constant) and type(bound.value) is int and _prefill_name(name, lengths)):
+        return None
+    more = {(ast.Gt, 1): True, (ast.NotEq, 1): True, (ast.GtE, 2): True,
+            (ast.Eq, 1): False, (ast.LtE, 1): False, (ast.Lt, 2): False}
+    return more.get((op, bound.value))
 
 
 def _prefill_name(node: ast.AST, flags: tuple[str, ...] = DEFAULT_PREFILL_FLAGS) -> bool:

@@ -10,6 +10,11 @@ does ``uncaptured-functions`` name it by its load-time group (``process_weights_
 ``load_weights``, a ``weight_loader``) or by a project's own glob: engines load and post-process model weights
 once, before they capture. When every such use is load-time code, the message says the op is only called at
 load time.
+A use that runs only through prefill is off capture too, however the function is reached
+(``graphcheck.lint.cold_reach.cold_use``): it sits in a prefill branch of its function (``if q_len > 1:``,
+``if prefill_meta := ...:``; or a non-CUDA platform or timing branch), the function is prefill code by its name
+(``prefill_forward``), or every resolved caller reaches the function only through such a path (``cold_only``).
+When every use is so, the message says the op runs only for prefill and names the branch and the chain.
 A use at module or class level, in a string (a JIT source template) or in a file the index did not
 summarize keeps the op live. When every in-tree Python use of every op that reaches a C++ function is off
 capture, the function's errors become warnings naming those callers (GGUF dequantization ops called only by
@@ -27,7 +32,8 @@ from typing import TYPE_CHECKING
 
 from graphcheck.config import UNCAPTURED_GROUPS
 from graphcheck.findings import Finding, Severity
-from graphcheck.lint.cpp_callers import _LIVE, _OP, _PY, CallerIndex, LintedSources
+from graphcheck.lint.cold_reach import cold_use
+from graphcheck.lint.cpp_callers import _LIVE, _OP, _PY, CallerIndex, LintedSources, timing_function
 from graphcheck.lint.cpp_pyrefs import foreign
 from graphcheck.lint.cpp_rules import is_setup_function
 from graphcheck.lint.project import _uncaptured_why
@@ -43,6 +49,9 @@ _FOLLOW = 8  # levels of callers followed (op, wrapper, dispatch table, loader, 
 _LOAD_TIME = frozenset(UNCAPTURED_GROUPS["load-time"])
 _GROUPED = frozenset(glob for globs in UNCAPTURED_GROUPS.values() for glob in globs)
 _LOAD_MARK = "\0"  # leads the reason of a cold use in load-time code
+_PREFILL_MARK = "\1"  # leads the reason of a cold use that runs only through prefill
+_TIMING_MARK = "\2"  # leads the reason of a C++ caller whose name says it times kernels (a benchmark)
+_TIMING_WHY = "its name says it times or benchmarks kernels, which engines do not capture"
 
 
 class _ReachIndex(CallerIndex):
@@ -62,7 +71,13 @@ class _ReachIndex(CallerIndex):
                 found = super().referrers(_PY + name[len(_PUB):])
                 self._referrers[name] = found or {_LIVE}  # nothing in the tree calls it: public API
             return self._referrers[name]
-        return super().referrers(name)
+        found = super().referrers(name)
+        # a C++ caller named as kernel timing (`bench_flashinfer_prefill`, an nvbench body): a dead end, named
+        timed = {ref for ref in found if ref != _LIVE and not ref.startswith((_OP, _PY, _COLD, _PUB))
+                 and timing_function(ref)}
+        if timed:
+            found = (found - timed) | {f"{_COLD}{ref}|{ref}|{_TIMING_MARK}{_TIMING_WHY}" for ref in timed}
+        return found
 
     def _python_referrers(self, i: int, name: str, own: bool = False) -> set[str]:
         path = self.files[i][0]
@@ -93,14 +108,14 @@ class _ReachIndex(CallerIndex):
                 if isinstance(stmt, ast.Assign) and targets and len(targets) == len(stmt.targets):
                     alias_of[id(n)] = targets
 
-        def visit(node: ast.AST, qual: str | None, prefix: str) -> None:
+        def visit(node: ast.AST, qual: str | None, prefix: str, fn: ast.AST | None = None) -> None:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     inner = prefix + child.name
-                    visit(child, inner, inner + ".<locals>.")
+                    visit(child, inner, inner + ".<locals>.", child)
                     continue
                 if isinstance(child, ast.ClassDef):
-                    visit(child, qual, prefix + child.name + ".")
+                    visit(child, qual, prefix + child.name + ".", fn)
                     continue
                 hit = ((isinstance(child, ast.Name) and child.id == name and not shadowed)
                        or (isinstance(child, ast.Attribute) and child.attr == name and not foreign(child, modules))
@@ -114,16 +129,18 @@ class _ReachIndex(CallerIndex):
                     elif isinstance(child, ast.Constant) or qual is None:
                         out.add(_LIVE)
                     elif not (own and qual.rpartition(".")[2] == name):
-                        out.add(self._use(module, qual, shown, private_module))
-                visit(child, qual, prefix)
+                        out.add(self._use(module, qual, shown, private_module, fn, getattr(child, "lineno", 0)))
+                visit(child, qual, prefix, fn)
 
         visit(tree, None, "")
         return out
 
-    def _use(self, module: str, qual: str, shown: str, private_module: bool) -> str:
-        """``_LIVE`` when a use in function ``qual`` of ``module`` may run under capture; ``cold:<dotted>|<file>:
-        <qual>|<why>`` when it runs off capture; ``py:f``/``pub:f`` for a function no capture reaches, whose
-        own in-tree callers decide (nobody calls a public one: public API, live)."""
+    def _use(self, module: str, qual: str, shown: str, private_module: bool, node: ast.AST | None = None,
+             line: int = 0) -> str:
+        """``_LIVE`` when a use in function ``qual`` of ``module`` (its ``def`` ``node``, the use on line
+        ``line``) may run under capture; ``cold:<dotted>|<file>: <qual>|<why>`` when it runs off capture (load
+        time, or only through prefill: ``cold_reach.cold_use``); ``py:f``/``pub:f`` for a function no capture
+        reaches, whose own in-tree callers decide (nobody calls a public one: public API, live)."""
         project = self.project
         dotted = f"{module}.{qual}"
         cold = f"{_COLD}{dotted}|{shown}: {qual}|"
@@ -134,6 +151,9 @@ class _ReachIndex(CallerIndex):
         if hit is not None and (hit[1] in _LOAD_TIME or hit[1] not in _GROUPED):
             return cold + _LOAD_MARK * (hit[1] in _LOAD_TIME) + _uncaptured_why(*hit)
         rec = project.funcs.get(dotted)
+        prefill = cold_use(project, dotted, node, line) if rec is not None else None
+        if prefill is not None:  # a prefill branch or prefill code, however the function is reached
+            return cold + _PREFILL_MARK * prefill[1] + prefill[0]
         if rec is not None and (rec[2].get("opens_capture") or dotted in project.parent):
             return _LIVE
         if rec is None and module in project.summaries:
@@ -156,7 +176,7 @@ class _ReachIndex(CallerIndex):
 
 def _shown(entry: str) -> str:
     _dotted, shown, why = entry.split("|", 2)
-    return f"`{shown}` ({why.lstrip(_LOAD_MARK)})"
+    return f"`{shown}` ({why.lstrip(_LOAD_MARK + _PREFILL_MARK + _TIMING_MARK)})"
 
 
 def demote_cold_ops(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
@@ -180,7 +200,7 @@ def demote_cold_ops(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
             continue
         cold = index.cold_callers(name)
         via_op = any(ref.startswith(_OP) or ref.startswith(_PY) for ref in _closure(index, name))
-        if cold and via_op:  # reached only from Python, and every Python use is off capture
+        if cold and via_op and _timed_ok(cold):  # reached only from Python, and every Python use is off capture
             verdicts[name] = cold
     if not verdicts:
         return raw
@@ -194,6 +214,14 @@ def demote_cold_ops(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
     return out
 
 
+def _timed_ok(cold: list[str]) -> bool:
+    """Whether C++ callers named as kernel timing may count as off capture: only beside Python callers that all
+    run only through prefill (a prefill-only op that a benchmark program also times)."""
+    marks = [c.split("|", 2)[2][:1] for c in cold]
+    return _TIMING_MARK not in marks or (_PREFILL_MARK in marks
+                                         and all(m in (_PREFILL_MARK, _TIMING_MARK) for m in marks))
+
+
 def _closure(index: _ReachIndex, name: str, depth: int = _FOLLOW) -> set[str]:
     refs = set(index.referrers(name))
     if depth > 0:
@@ -205,16 +233,24 @@ def _closure(index: _ReachIndex, name: str, depth: int = _FOLLOW) -> set[str]:
 
 def _demoted(f: Finding, cold: list[str]) -> Finding:
     cold = list({_shown(c): c for c in cold}.values())  # the same function in copies of a file: once
+    cold.sort(key=lambda c: c.split("|", 2)[2].startswith(_TIMING_MARK))  # Python callers first
     shown = ", ".join(_shown(c) for c in cold[:3]) + (f", and {len(cold) - 3} more" if len(cold) > 3 else "")
     load_time = all(c.split("|", 2)[2].startswith(_LOAD_MARK) for c in cold)
+    marks = [c.split("|", 2)[2][:1] for c in cold]
+    prefill = _PREFILL_MARK in marks and all(m in (_PREFILL_MARK, _TIMING_MARK) for m in marks)
     if load_time:
         why = (f"`{f.function}` is only called at load time: every in-tree Python caller of it (through the op "
                f"bound to it) loads or processes model weights, once, before engines capture: {shown}")
+    elif prefill:
+        why = (f"`{f.function}` runs only for prefill: every in-tree Python caller of it (through the op bound to "
+               f"it) calls it only through prefill, which engines do not capture (they capture decode)"
+               + (", and its other callers time kernels" if _TIMING_MARK in marks else "") + f": {shown}")
     else:
         why = (f"every in-tree Python caller of `{f.function}` (through the op bound to it) runs off capture: "
                f"{shown}")
     return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
                                evidence={**f.evidence,
-                                         "caller_check": "load time" if load_time else "python callers off capture",
+                                         "caller_check": ("load time" if load_time else "prefill only" if prefill
+                                                          else "python callers off capture"),
                                          "python_callers": [c.split("|", 2)[1] for c in cold]})
 

@@ -319,7 +319,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
     contexts: dict[str, tuple[dict[str, Any] | None, str]] = {}
     value_model = {"host_names": list(config.host_names), "guards": list(config.capture_guards),
                    "debug_flags": list(config.debug_flags), "data_dependent": list(config.data_dependent_ops),
-                   "prefill_flags": list(config.prefill_flags)}
+                   "prefill_flags": list(config.prefill_flags), "prefill_lengths": list(config.prefill_lengths)}
     value_key = cache_mod.digest(repr(sorted(value_model.items())).encode())[:8]
     python_files = [sf.path for sf in discovery.files if sf.language == "python"]
     project = ProjectIndex(
@@ -327,7 +327,8 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         extra_roots=extra_roots, jobs=jobs, max_file_size=config.max_file_size,
         cache_dir=directory, trust_stat=trust_stat, eager=config.eager_functions,
         harness=config.harness_functions, uncaptured=config.uncaptured_functions, vendor=config.vendor_exclude,
-        workers=workers, references=references, tests=tests, prefill_flags=config.prefill_flags)
+        workers=workers, references=references, tests=tests, prefill_flags=config.prefill_flags,
+        prefill_lengths=config.prefill_lengths)
     for sf in discovery.files:
         known = None
         context = None

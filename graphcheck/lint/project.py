@@ -42,6 +42,7 @@ from graphcheck.config import (
     DEFAULT_EAGER,
     DEFAULT_HARNESS,
     DEFAULT_PREFILL_FLAGS,
+    DEFAULT_PREFILL_LENGTHS,
     DEFAULT_UNCAPTURED,
     UNCAPTURED_GROUPS,
 )
@@ -319,16 +320,18 @@ _EAGER_LEVELS = 3  # levels of callers followed up from a root to find that only
 
 
 def _summarize_chunk(tasks: list[tuple[str, str, bool, bool, tuple[str, ...], tuple[str, ...], int, tuple[str, ...],
-                                     bool]]) -> list[dict]:
+                                     tuple[str, ...], bool]]) -> list[dict]:
     out = []
-    for path, module, is_package, force, registrars, words, max_size, prefill, keep in tasks:
-        out.append(_summarize_one(path, module, is_package, force, registrars, words, max_size, keep, prefill))
+    for path, module, is_package, force, registrars, words, max_size, prefill, lengths, keep in tasks:
+        out.append(_summarize_one(path, module, is_package, force, registrars, words, max_size, keep, prefill,
+                                  lengths))
     return out
 
 
 def _summarize_one(path: str, module: str, is_package: bool, force: bool, registrars: tuple[str, ...],
                    words: tuple[str, ...], max_size: int, keep: bool = False,
-                   prefill: tuple[str, ...] = DEFAULT_PREFILL_FLAGS) -> dict:
+                   prefill: tuple[str, ...] = DEFAULT_PREFILL_FLAGS,
+                   lengths: tuple[str, ...] = DEFAULT_PREFILL_LENGTHS) -> dict:
     """One file's cache entry fields and summary. ``keep``: the rules pass of this run will run in this
     process on files it summarized (``lint_pool.Workers``), so the parsed tree is kept for it."""
     res: dict[str, Any] = {"path": path, "ok": False}
@@ -359,7 +362,7 @@ def _summarize_one(path: str, module: str, is_package: bool, force: bool, regist
     if seed or force:
         try:
             tree = summary_mod.parse(source)  # None: a file that does not parse, opaque to the index
-            res["summary"] = (summary_mod.summarize(source, module, is_package, registrars, tree, prefill)
+            res["summary"] = (summary_mod.summarize(source, module, is_package, registrars, tree, prefill, lengths)
                               if tree is not None else {"imports": {}, "funcs": {}, "broken": True})
             if keep and tree is not None and not res["summary"].get("broken"):
                 lint_pool.keep_tree(path, source, tree)
@@ -429,11 +432,13 @@ class _IndexCache:
 
 
 def _cache_key(registrars: tuple[str, ...], words: tuple[str, ...],
-               prefill: tuple[str, ...] = DEFAULT_PREFILL_FLAGS) -> str:
+               prefill: tuple[str, ...] = DEFAULT_PREFILL_FLAGS,
+               lengths: tuple[str, ...] = DEFAULT_PREFILL_LENGTHS) -> str:
     from graphcheck import __version__
 
     h = hashlib.blake2b(digest_size=16)
-    h.update(f"{_FORMAT}|{__version__}|{sorted(registrars)}|{sorted(words)}|{sorted(prefill)}".encode())
+    h.update(f"{_FORMAT}|{__version__}|{sorted(registrars)}|{sorted(words)}|{sorted(prefill)}|{sorted(lengths)}"
+             .encode())
     here = Path(__file__).resolve().parent
     # every module of the lint package: a summary is built through several (capture_sites, files, ...),
     # and a new one needs no entry in a list here
@@ -457,7 +462,8 @@ class ProjectIndex:
                  harness: Sequence[str] = DEFAULT_HARNESS, uncaptured: Sequence[str] = DEFAULT_UNCAPTURED,
                  vendor: Sequence[str] = (), source: str | None = None,
                  workers: lint_pool.Workers | None = None, references: Sequence[str] | None = None,
-                 tests: Collection[str] = (), prefill_flags: Sequence[str] = DEFAULT_PREFILL_FLAGS) -> None:
+                 tests: Collection[str] = (), prefill_flags: Sequence[str] = DEFAULT_PREFILL_FLAGS,
+                 prefill_lengths: Sequence[str] = DEFAULT_PREFILL_LENGTHS) -> None:
         """``source``: the text of the one file in ``files``, not read from disk and not cached (the
         no-project mode of ``lint_python``: the file is its own project, with the same roots and scope).
         ``vendor``: the ``vendor-exclude`` globs; a file whose path below the tree's common folder has a part
@@ -470,9 +476,11 @@ class ProjectIndex:
         (``graphcheck.lint.deadcode``). None (a file linted alone): no such test. ``tests``: those of
         ``references`` that are tests, benchmarks or examples; in a tree that captures its own graphs, a launcher
         only they refer to is walked as uncaptured code too. ``prefill_flags``: the ``prefill-flags`` globs (names
-        a prefill branch's test reads, ``graphcheck.lint.coldpaths``)."""
+        a prefill branch's test reads, ``graphcheck.lint.coldpaths``); ``prefill_lengths``: the
+        ``prefill-lengths`` globs (query lengths a prefill branch's test compares with 1)."""
         self.registrars = tuple(registrars)
         self.prefill_flags = tuple(prefill_flags)
+        self.prefill_lengths = tuple(prefill_lengths)
         self.eager = ScopeNames(eager)
         self.harness = ScopeNames(harness)
         self.uncaptured = UncapturedNames(uncaptured)
@@ -496,14 +504,15 @@ class ProjectIndex:
         self.by_module: dict[str, str] = {name: path for path, (name, _) in self.names.items()}
         # without trust in size and mtime (the CI gate), every file is read again
         self.cache = _IndexCache(cache_dir if trust_stat else None,
-                                 _cache_key(self.registrars, self.words, self.prefill_flags))
+                                 _cache_key(self.registrars, self.words, self.prefill_flags,
+                                            self.prefill_lengths))
         self.entries: dict[str, list[Any]] = {}  # path -> cache entry
         self.summaries: dict[str, dict[str, Any]] = {}  # module -> summary
         if source is not None:
             (path,) = self.names
             module, is_package = self.names[path]
             summ = summary_mod.summarize(source, module, is_package, self.registrars,
-                                         prefill_flags=self.prefill_flags)
+                                         prefill_flags=self.prefill_flags, prefill_lengths=self.prefill_lengths)
             lines = source.count("\n") + (0 if not source or source.endswith("\n") else 1)
             defs = count_def_lines(source.encode(errors="replace"))
             self._take(path, [len(source), 0, None, defs, True, summ, lines])
@@ -536,7 +545,7 @@ class ProjectIndex:
             taken[path] = None
             module, is_package = self.names[path]
             tasks.append((path, module, is_package, forced, self.registrars, self.words, self.max_file_size,
-                          self.prefill_flags))
+                          self.prefill_flags, self.prefill_lengths))
         # trees are kept where the rules pass will run: in the run's workers, or here when it has one job
         keep = self.workers is not None and (self.workers.jobs <= 1 or self.workers.pooled(len(tasks)))
         for res in _run([(*task, keep) for task in tasks], self.jobs, self.workers):

@@ -33,6 +33,7 @@ from graphcheck.config import (
     DEFAULT_EAGER,
     DEFAULT_HARNESS,
     DEFAULT_PREFILL_FLAGS,
+    DEFAULT_PREFILL_LENGTHS,
     DEFAULT_UNCAPTURED,
 )
 from graphcheck.findings import Finding, Severity
@@ -256,7 +257,8 @@ class _Linter:
         self.context = context
         ctx = context or {}
         self.index = ModuleIndex(tree, source, aliases=ctx.get("aliases"), kernels=ctx.get("kernels"),
-                                 prefill_flags=ctx.get("prefill_flags", DEFAULT_PREFILL_FLAGS))
+                                 prefill_flags=ctx.get("prefill_flags", DEFAULT_PREFILL_FLAGS),
+                                 prefill_lengths=ctx.get("prefill_lengths", DEFAULT_PREFILL_LENGTHS))
         self.all_functions = all_functions
         self.entry_points = entry_points
         self.findings: list[Finding] = []

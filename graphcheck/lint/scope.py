@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast
 
-from graphcheck.config import DEFAULT_PREFILL_FLAGS
+from graphcheck.config import DEFAULT_PREFILL_FLAGS, DEFAULT_PREFILL_LENGTHS
 from graphcheck.lint.aliases import Aliases
 from graphcheck.lint.coldpaths import Cold, branch_ranges, first_use_ranges, prefill_words
 
@@ -172,14 +172,15 @@ class FuncInfo:
                 self.node, self.own_nodes(), self.group("if"), self.group("lookup"), self.group("assign"))
         return found
 
-    def branches(self, prefill: tuple[str, ...], roles: bool) -> list[Cold]:
+    def branches(self, prefill: tuple[str, ...], roles: bool, lengths: tuple[str, ...] = ()) -> list[Cold]:
         """``coldpaths.branch_ranges`` of this function's own nodes (shared: never change it); ``prefill``: the
-        ``prefill-flags`` globs the module may spell (``ModuleIndex.prefill``)."""
+        ``prefill-flags`` globs the module may spell (``ModuleIndex.prefill``), ``lengths`` its
+        ``prefill-lengths`` globs (``ModuleIndex.prefill_lengths``)."""
         memo = node_memo(self.node)
-        key = ("branches", prefill, roles)
+        key = ("branches", prefill, roles, lengths)
         found = memo.get(key)
         if found is None:
-            found = memo[key] = branch_ranges(self.group("if"), prefill, roles)
+            found = memo[key] = branch_ranges(self.group("if"), prefill, roles, lengths)
         return found
 
     def may_open(self) -> bool:
@@ -331,10 +332,12 @@ class ModuleIndex:
 
     def __init__(self, tree: ast.Module, source: str, aliases: dict[str, str] | None = None,
                  kernels: dict[str, list] | None = None,
-                 prefill_flags: Sequence[str] = DEFAULT_PREFILL_FLAGS) -> None:
+                 prefill_flags: Sequence[str] = DEFAULT_PREFILL_FLAGS,
+                 prefill_lengths: Sequence[str] = DEFAULT_PREFILL_LENGTHS) -> None:
         """``aliases`` and ``kernels`` come from the project index: imported names that resolve,
         through in-tree re-exports, to an external module (``triton``), and imported Triton kernels.
-        ``prefill_flags``: the ``prefill-flags`` globs (names a prefill branch's test reads)."""
+        ``prefill_flags``: the ``prefill-flags`` globs (names a prefill branch's test reads);
+        ``prefill_lengths``: the ``prefill-lengths`` globs (query lengths a prefill test compares with 1)."""
         self.source = source
         self.aliases = Aliases()
         self.functions: list[FuncInfo] = []
@@ -376,6 +379,10 @@ class ModuleIndex:
         flags = tuple(prefill_flags)
         self.mentions_prefill = any(word in low for word in prefill_words(flags))
         self.prefill: tuple[str, ...] = flags if self.mentions_prefill else ()  # the globs, when it may hold one
+        lengths = tuple(prefill_lengths)
+        self.prefill_lengths: tuple[str, ...] = (lengths if any(word in low for word in prefill_words(lengths))
+                                                 else ())  # likewise for a query-length test (`q_len > 1`)
+        self.mentions_prefill = self.mentions_prefill or bool(self.prefill_lengths)
         # platform and timing branches test a flag that spells a non-CUDA platform or timing/profiling
         self.mentions_roles = _ROLE_WORDS.search(low) is not None
         self._lines: list[str] | None = None

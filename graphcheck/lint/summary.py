@@ -30,7 +30,7 @@ import ast
 from collections.abc import Sequence
 from typing import Any
 
-from graphcheck.config import DEFAULT_PREFILL_FLAGS
+from graphcheck.config import DEFAULT_PREFILL_FLAGS, DEFAULT_PREFILL_LENGTHS
 from graphcheck.lint import capture_sites
 from graphcheck.lint.callers import ArgCoder
 from graphcheck.lint.scope import NON_CUDA_DEVICE_KEYS, FuncInfo, ModuleIndex, generic_instantiation
@@ -52,12 +52,13 @@ def registrar_like(name: str, registrars: tuple[str, ...] = ()) -> bool:
 
 class _Summarizer:
     def __init__(self, tree: ast.Module, source: str, module: str, is_package: bool,
-                 registrars: tuple[str, ...], prefill_flags: Sequence[str] = DEFAULT_PREFILL_FLAGS) -> None:
+                 registrars: tuple[str, ...], prefill_flags: Sequence[str] = DEFAULT_PREFILL_FLAGS,
+                 prefill_lengths: Sequence[str] = DEFAULT_PREFILL_LENGTHS) -> None:
         self.module = module
         self.package = module if is_package else module.rpartition(".")[0]
         self.registrars = registrars
         self.cuda_ops: set[str] = set()  # ops this module registers a CUDA kernel for
-        self.index = ModuleIndex(tree, source, prefill_flags=prefill_flags)
+        self.index = ModuleIndex(tree, source, prefill_flags=prefill_flags, prefill_lengths=prefill_lengths)
         self.tree = tree
         self.imports: dict[str, str] = {}
         for local, target in self.index.aliases.names.items():
@@ -214,7 +215,8 @@ class _Summarizer:
         args: list[list[Any]] = []
         cold_ranges = info.first_use()
         if self.index.mentions_prefill or self.index.mentions_roles:
-            cold_ranges = [*cold_ranges, *info.branches(self.index.prefill, self.index.mentions_roles)]
+            cold_ranges = [*cold_ranges, *info.branches(self.index.prefill, self.index.mentions_roles,
+                                                        self.index.prefill_lengths)]
         cold: dict[str, tuple[str, str]] = {}  # callee -> (why, kind) of its first cold call
         warm: set[str] = set()
         replays: list[Any] | None = None
@@ -544,15 +546,16 @@ def parse(source: str) -> ast.Module | None:
 
 
 def summarize(source: str, module: str, is_package: bool, registrars: tuple[str, ...] = (),
-              tree: ast.Module | None = None, prefill_flags: Sequence[str] = DEFAULT_PREFILL_FLAGS) -> dict[str, Any]:
+              tree: ast.Module | None = None, prefill_flags: Sequence[str] = DEFAULT_PREFILL_FLAGS,
+              prefill_lengths: Sequence[str] = DEFAULT_PREFILL_LENGTHS) -> dict[str, Any]:
     """The module's facts; a file that cannot be parsed gives an empty summary (the lint pass reports it).
     ``tree``: ``parse(source)`` when the caller has it (it is read, never changed); ``prefill_flags``: the
-    ``prefill-flags`` globs."""
+    ``prefill-flags`` globs, ``prefill_lengths`` the ``prefill-lengths`` ones."""
     if tree is None:
         tree = parse(source)
     if tree is None:
         return {"imports": {}, "funcs": {}, "broken": True}
     try:
-        return _Summarizer(tree, source, module, is_package, registrars, prefill_flags).run()
+        return _Summarizer(tree, source, module, is_package, registrars, prefill_flags, prefill_lengths).run()
     except RecursionError:
         return {"imports": {}, "funcs": {}, "broken": True}

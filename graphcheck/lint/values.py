@@ -198,7 +198,7 @@ class FunctionFacts:
         # lines that run once per key (cached work) or only when an optional argument is omitted
         self.first_use = info.first_use()
         self.optional = optional_ranges(info.node, nodes, index.env_switches, info.group("branch"))
-        self.prefill = (info.branches(index.prefill, index.mentions_roles)
+        self.prefill = (info.branches(index.prefill, index.mentions_roles, index.prefill_lengths)
                         if index.mentions_prefill or index.mentions_roles else [])
         calls: list[ast.Call] = info.group("call")
         called = {id(node.func) for node in calls}

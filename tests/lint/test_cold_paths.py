@@ -512,3 +512,68 @@ def test_an_opt_in_passed_only_by_a_benchmark_stays_a_warning(tmp_path):
     files["p/engine.py"] = files["p/engine.py"].replace("decode(q, lens)\n", "decode(q, lens, exact=True)\n", 1)
     loud = found(make(tmp_path / "b", files))
     assert [(c, s) for _, _, c, s, _ in loud if c == "GC101"] == [("GC101", "error")]
+
+
+# -- query-length tests (prefill-lengths) ---------------------------------------------------------------
+
+
+def test_a_sync_under_a_query_length_test_is_a_prefill_warning_that_names_it():
+    # HF-style model code: a query of more than one token is the prompt; decode takes one, and is captured
+    for test, arm in (("q_len > 1", "body"), ("q_len != 1", "body"), ("q_len >= 2", "body"),
+                      ("1 < q_len", "body"), ("self.query_length > 1", "body"), ("Q_LEN > 1", "body"),
+                      ("q_len > 1 and self.vlen == 0", "body"), ("not q_len == 1", "body"),
+                      ("q_len == 1", "else"), ("q_len <= 1", "else"), ("q_len < 2", "else")):
+        body = ("n = lens.sum().item()" if arm == "body"
+                else "pass\n    else:\n        n = lens.sum().item()")
+        got = lint(f"def attn(self, x, lens, q_len, Q_LEN):\n    if {test}:\n        {body}\n"
+                   "    kern[(1,)](x, 1, BLOCK=64)\n")
+        assert [(c, s) for c, s, _, _ in got] == [("GC101", "warning")], test
+        where = "under" if arm == "body" else "in the `else` of"
+        assert f"{where} `if {test}:` (line " in got[0][3], test
+        assert "a prefill branch (a query of more than one token is the prompt" in got[0][3], test
+
+
+def test_the_decode_arm_other_lengths_and_other_names_keep_the_error():
+    for body in ("if q_len == 1:\n        n = lens.sum().item()",  # the decode arm
+                 "if q_len > 1:\n        pass\n    else:\n        n = lens.sum().item()",
+                 "if q_len == 1 and use_fast:\n        pass\n    else:\n        n = lens.sum().item()",
+                 "if q_len > 1 or use_fast:\n        n = lens.sum().item()",
+                 "if q_len > 4:\n        n = lens.sum().item()",  # not the one-token split
+                 "if 0 < q_len < 8:\n        n = lens.sum().item()",
+                 "if q_len > 1 and is_decode:\n        n = lens.sum().item()",  # names decode
+                 # not a query length: a speculative verify step has several tokens and is captured
+                 "if seq_len > 1:\n        n = lens.sum().item()",
+                 "if num_tokens > 1:\n        n = lens.sum().item()",
+                 "if num_heads > 1:\n        n = lens.sum().item()",
+                 "if q_seq_len > 1:\n        n = lens.sum().item()"):
+        loud = lint("def attn(x, lens, q_len, seq_len, num_tokens, num_heads, q_seq_len, use_fast, is_decode):\n"
+                    "    " + body + "\n    kern[(1,)](x, 1, BLOCK=64)\n")
+        assert [(c, s) for c, s, _, _ in loud] == [("GC101", "error")], body
+
+
+def test_prefill_lengths_are_configurable(tmp_path):
+    from graphcheck.config import from_table
+
+    source = textwrap.dedent("""\
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def kern(x_ptr, n, BLOCK: tl.constexpr):
+            pass
+
+        def attn(x, lens, q_len, seqlen_q):
+            if seqlen_q > 1:
+                n = lens.sum().item()
+            if q_len > 1:
+                m = lens.max().item()
+            kern[(1,)](x, 1, BLOCK=64)
+    """)
+    root = make(tmp_path / "c", {"p/__init__.py": "", "p/attn.py": source})
+    config = from_table({"prefill-lengths": ["seqlen_q"]}, None, root)
+    assert config.prefill_lengths == ("seqlen_q",)
+    got = sorted((f.line, f.severity.value) for f in lint_paths([str(root)], config, use_cache=False, jobs=1).findings
+                 if f.code == "GC101")
+    assert got == [(10, "warning"), (12, "error")]  # the list replaces the default: q_len is no length now
+    default = sorted((f.line, f.severity.value) for f in tree_findings(root) if f.code == "GC101")
+    assert default == [(10, "error"), (12, "warning")]

@@ -192,3 +192,19 @@ def test_a_method_of_objects_the_index_cannot_follow_keeps_its_error(tmp_path):
     assert [(n, line, s) for n, line, s, _, _ in got] == [("kernel.py", 10, "warning")]
     assert "it is called only from prefill code: `SparseAttn.run_prefill` (sparse.py; " in got[0][3]
     assert got[0][3].endswith("via `SparseAttn.forward` -> `SparseAttn.varlen_attn`")
+
+
+def test_a_wrapper_reached_only_through_a_query_length_test_is_a_warning_that_names_it(tmp_path):
+    # KVQuant's shape: `if q_len > 1 and self.vcache.vlen == 0:` (HF-style model code) -> the module's call
+    got = gc104(tree(tmp_path, "q", backend("q.shape[1] > 1 and self.q_len > 1")))
+    assert [(n, line, s) for n, line, s, _, _ in got] == [("kernel.py", 10, "warning")]
+    assert ("it runs only through `Backend.forward`'s call under `if q.shape[1] > 1 and self.q_len > 1:` "
+            "(backend.py:12), a prefill branch (a query of more than one token is the prompt") in got[0][3]
+    assert got[0][4]["path"] == "prefill branch"
+    # the else of the one-token test too; its decode arm, and a test of another count, keep the error
+    else_arm = backend("self.q_len == 1", body="pass\n                else:\n"
+                       "                    out = self.bs_attn(q, meta.seq_start_loc)")
+    assert [s for _, _, s, _, _ in gc104(tree(tmp_path, "e", else_arm))] == ["warning"]
+    for name, test in (("decode", "self.q_len == 1"), ("heads", "self.num_heads > 1"), ("seq", "seq_len > 1")):
+        got = gc104(tree(tmp_path, name, backend(test)))
+        assert [(n, line, s) for n, line, s, _, _ in got] == [("kernel.py", 10, "error")], name
