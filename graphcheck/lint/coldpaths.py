@@ -333,8 +333,8 @@ def _longer_than_one(test: ast.Compare, lengths: tuple[str, ...]) -> bool | None
         op = _SWAPPED.get(op, ast.Is)
     if not (isinstance(bound, ast.Constant) and type(bound.value) is int and _prefill_name(name, lengths)):
         return None
-    more = {(ast.Gt, 1): True, (ast.NotEq, 1): True, (ast.GtE, 2): True,
-            (ast.Eq, 1): False, (ast.LtE, 1): False, (ast.Lt, 2): False}
+    more: dict[tuple[type, int], bool] = {(ast.Gt, 1): True, (ast.NotEq, 1): True, (ast.GtE, 2): True,
+                                          (ast.Eq, 1): False, (ast.LtE, 1): False, (ast.Lt, 2): False}
     return more.get((op, bound.value))
 
 
