@@ -379,6 +379,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
     if cache is not None:
         cache.save()
     if any(os.path.isdir(p) for p in paths):  # a tree was linted: C++ hazards no capture reaches become warnings
+        from graphcheck.lint.cpp_builds import demote_unbuilt
         from graphcheck.lint.cpp_callers import LintedSources, demote_uncalled
         from graphcheck.lint.cpp_callers import _top as _top_folder
         from graphcheck.lint.cpp_capture import demote_unreachable
@@ -393,6 +394,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         raw = demote_uncalled(raw, linted, directory, sources, site, sorted(tests))  # tests: for the ops they name
         raw = demote_cold_ops(raw, linted, project, sources)  # ops only load-time or uncaptured Python calls: warnings
         raw, _ = demote_unreachable(raw, linted, project, sources)  # no capture reaches the tree's C++: warnings
+        raw = demote_unbuilt(raw, linted, _top_folder(linted), directory, sources)  # files no build compiles
 
     root = str(config.root)
     findings: list[Finding] = []
