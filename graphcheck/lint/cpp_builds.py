@@ -55,13 +55,15 @@ _MAKE_SUFFIXES = frozenset({".mk", ".make"})
 _SCRIPT_SUFFIXES = frozenset({".sh", ".bash", ".zsh", ".bat", ".ps1"})
 _ANCESTOR_BUILDS = frozenset({"setup.py", "pyproject.toml", "CMakeLists.txt", *_MAKEFILES, *_OTHER_BUILDS})
 # a compiler run by a Makefile or a shell script
-_COMPILER = re.compile(rb"\b(?:nvcc|hipcc|g\+\+|gcc|clang\+\+|clang|icpx|nvc\+\+|c\+\+|cc)\b|\$[({](?:CXX|CC|NVCC)[)}]"
-                       rb"|\.(?:cu|cpp|cc|cxx)\b")
+_COMPILER = re.compile(rb"(?<![\w.-])(?:nvcc|hipcc|g\+\+|gcc|clang\+\+|clang|icpx|nvc\+\+)(?![\w-])"
+                       rb"|\$[({](?:CXX|CC|NVCC|CUDACXX)[)}]")
 _MAIN = re.compile(rb"\bint\s+main\s*\(|\b(?:void|auto)\s+main\s*\(")
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*(?:([<"])([^>"\n]+)[>"]|([A-Za-z_]\w*))', re.MULTILINE)
-# Python that names a C++ source file outside a resolved source list, or compiles code itself
-_RUNTIME_BUILD = re.compile(rb"""\.(?:cu|cuh|cpp|cc|cxx|c)["']|\b(?:nvcc|hipcc|nvrtc|NVRTC|SourceModule|RawModule|"""
-                            rb"""compile_cuda|cuda_compile)\b""")
+# Python that compiles C++ itself (outside a build script, whose `nvcc` is a flags key or a version query)
+_RUNTIME_BUILD = re.compile(rb"\b(?:nvcc|hipcc|nvrtc|NVRTC|SourceModule|RawModule|compile_cuda|cuda_compile)\b")
+# a Python string that names a C++ source file (outside a resolved source list)
+_SOURCE_STRING = re.compile(r"\.(?:cu|cuh|cpp|cc|cxx|c)\Z")
+_SOURCE_BYTES = re.compile(rb"""\.(?:cu|cuh|cpp|cc|cxx|c)["']""")
 _SETUPTOOLS_CLASSES = frozenset({"Extension", "CUDAExtension", "CppExtension", "Pybind11Extension"})
 _CPP_EXTENSION_LOADS = frozenset({"load", "load_inline"})
 
@@ -82,6 +84,7 @@ class _Tree:
     top: str
     files: list[tuple[str, os.stat_result]]  # every file of the tree walked, with its stat
     consumed: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)  # path -> blanked spans
+    consumed_at: dict[str, set[tuple[int, int]]] = dataclasses.field(default_factory=dict)  # path -> (line, col)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -454,7 +457,8 @@ class _Eval:
         return out
 
 
-def _python_builds(path: str, raw: bytes, top: str, consumed: dict[str, list[tuple[int, int]]]) -> list[_Build]:
+def _python_builds(path: str, raw: bytes, top: str, consumed: dict[str, list[tuple[int, int]]],
+                   consumed_at: dict[str, set[tuple[int, int]]]) -> list[_Build]:
     """The extension builds a Python file makes (setuptools extensions, ``cpp_extension.load``); raises
     ``_Unknown`` for one it cannot follow."""
     try:
@@ -504,6 +508,7 @@ def _python_builds(path: str, raw: bytes, top: str, consumed: dict[str, list[tup
         sources = evaluator.paths(evaluator.eval(src, {}))
         spans = consumed.setdefault(path, [])
         spans += _offsets(text, evaluator.consumed)
+        consumed_at.setdefault(path, set()).update((a, b) for a, b, _, _ in evaluator.consumed)
         builds.append(_Build(f"{shown}:{node.lineno}", _literal(ext), sources))
     return builds
 
@@ -863,6 +868,17 @@ def _blanked(raw: bytes, spans: Sequence[tuple[int, int]]) -> bytes:
     return bytes(buf)
 
 
+def _names_source(raw: bytes, consumed: set[tuple[int, int]]) -> bool:
+    """Whether a Python file has a string (not a comment, not one of the ``consumed`` source-list strings, by
+    their ``(line, column)``) that names a C++ source file; unparsable: True."""
+    try:
+        tree = ast.parse(raw)
+    except (SyntaxError, ValueError):
+        return True
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and _SOURCE_STRING.search(n.value.strip())
+               and (n.lineno, n.col_offset) not in consumed for n in ast.walk(tree))
+
+
 def _builds(tree: _Tree, sources: LintedSources | None) -> list[_Build]:
     """Every build the tree names, followed; raises ``_Unknown`` for any doubt."""
     if _ancestor_builds(tree.top):
@@ -899,12 +915,13 @@ def _builds(tree: _Tree, sources: LintedSources | None) -> list[_Build]:
         raw = _read(path, sources)
         script: list[_Build] = []
         if b"Extension" in raw or b"cpp_extension" in raw or b"cythonize" in raw:
-            script = _python_builds(path, raw, tree.top, tree.consumed)
+            script = _python_builds(path, raw, tree.top, tree.consumed, tree.consumed_at)
             builds += script
-        # a build script's own `nvcc` is its compiler flags' key or a version query
-        for m in _RUNTIME_BUILD.finditer(_blanked(raw, tree.consumed.get(path, ()))):
-            if not (script and m.group(0) == b"nvcc"):
-                raise _Unknown(f"a C++ file named or compiled at run time by {os.path.basename(path)}")
+        left = _blanked(raw, tree.consumed.get(path, ()))
+        if not script and _RUNTIME_BUILD.search(left):
+            raise _Unknown(f"C++ compiled at run time by {os.path.basename(path)}")
+        if _SOURCE_BYTES.search(left) and _names_source(raw, tree.consumed_at.get(path, set())):
+            raise _Unknown(f"a C++ file named by {os.path.basename(path)}")
     if cmake_lists:
         if builds or not cmake_build and any(os.path.basename(p) == "setup.py" for p in python):
             raise _Unknown("more than one build system")
