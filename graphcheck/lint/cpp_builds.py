@@ -755,7 +755,8 @@ class _CMake:
                             raise _Unknown(f"cmake missing source {item}")
                         sources.append(p)
                     k += 1
-                self.builds.append(_Build(f"{os.path.relpath(path, self.top)}:{line}", target, sources))
+                self.builds.append(_Build(f"{os.path.relpath(path, self.top)}:{line}", target,
+                                          list(dict.fromkeys(sources))))
         if nest:
             raise _Unknown("cmake unbalanced blocks")
 
@@ -1087,11 +1088,17 @@ def _is_error(f: Finding) -> bool:
     return f.severity is Severity.ERROR and not f.code.startswith("GC0")
 
 
-def demote_unbuilt(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]], top: str,
-                   cache_dir: Path | None = None, sources: LintedSources | None = None) -> dict[str, list[Finding]]:
+def demote_unbuilt(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
+                   paths: Sequence[str | os.PathLike[str]], cache_dir: Path | None = None,
+                   sources: LintedSources | None = None) -> dict[str, list[Finding]]:
     """``raw`` (findings by file path) with the errors of each C++ file that no build of the tree compiles (nor
-    includes) made warnings that say so. ``files``: ``(path, language)`` of every linted file; ``top``: their
-    common folder, the tree whose builds are read."""
+    includes) made warnings that say so. ``files``: ``(path, language)`` of every linted file; ``paths``: those
+    named to the lint; the tree whose builds are read is the folder holding the named directories."""
+    folders = [os.path.abspath(p) for p in paths if os.path.isdir(p)]
+    try:
+        top = os.path.commonpath(folders) if folders else ""
+    except ValueError:
+        top = ""
     cpp_paths = {path for path, language in files if language == "cpp"}
     candidates = sorted(path for path, found in raw.items() if path in cpp_paths and any(map(_is_error, found)))
     if not candidates or not top or not os.path.isdir(top):
