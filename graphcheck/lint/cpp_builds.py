@@ -355,10 +355,10 @@ class _Eval:
         if any(isinstance(a, ast.Starred) for a in args):
             raise _Unknown("starred")
         kw = {k.arg: k.value for k in node.keywords}
-        if name in ("os.path.join", "posixpath.join") or (
-                isinstance(node.func, ast.Attribute) and node.func.attr == "joinpath"):
-            parts = ([self._str(self.eval(node.func.value, local))] if not name.startswith(("os.", "posix"))
-                     else [])
+        method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if name in ("os.path.join", "posixpath.join") or method == "joinpath":
+            parts = [self._str(self.eval(node.func.value, local))] if method == "joinpath" and \
+                isinstance(node.func, ast.Attribute) else []
             parts += [self._str(self.eval(a, local)) for a in args]
             if not parts or node.keywords:
                 raise _Unknown("join")
@@ -544,8 +544,9 @@ def _offsets(text: str, spans: list[tuple[int, int, int, int]]) -> list[tuple[in
 # ---------------------------------------------------------------------------------------------------------------
 # CMake
 
-_CMAKE_TOKEN = re.compile(r'#\[(=*)\[.*?\]\1\]|#[^\n]*|"(?:\\.|[^"\\])*"|\[(=*)\[.*?\]\2\]|[()]|[^\s()#"]+(?:"(?:\\.|[^"\\])*")?',
-                          re.DOTALL)
+# a CMake token: a bracket comment, a line comment, a quoted argument, a bracket argument, a paren, a word
+_CMAKE_TOKEN = re.compile(r'#\[(=*)\[.*?\]\1\]|#[^\n]*|"(?:\\.|[^"\\])*"|\[(=*)\[.*?\]\2\]|[()]'
+                          r'|[^\s()#"]+(?:"(?:\\.|[^"\\])*")?', re.DOTALL)
 _CMAKE_TARGETS = frozenset({"add_library", "add_executable", "cuda_add_library", "cuda_add_executable",
                             "pybind11_add_module", "nanobind_add_module", "python_add_library",
                             "python3_add_library", "hip_add_library", "hip_add_executable", "target_sources"})
@@ -806,7 +807,8 @@ def _cmake_glob(pattern: str, recursive: bool) -> list[str]:
 # ---------------------------------------------------------------------------------------------------------------
 # The tree
 
-def _walk(top: str) -> list[tuple[str, os.stat_result]]:
+def _walk(top: str, skip: str | None = None) -> list[tuple[str, os.stat_result]]:
+    """Every file below ``top`` (hidden folders and the ``skip`` folder, the lint's cache, left out)."""
     out: list[tuple[str, os.stat_result]] = []
     todo = [top]
     while todo:
@@ -821,7 +823,8 @@ def _walk(top: str) -> list[tuple[str, os.stat_result]]:
                 continue
             try:
                 if e.is_dir(follow_symlinks=False):
-                    todo.append(e.path)
+                    if e.path != skip:
+                        todo.append(e.path)
                 elif e.is_file(follow_symlinks=False):
                     out.append((e.path, e.stat(follow_symlinks=False)))
             except OSError:
@@ -968,7 +971,7 @@ def _closure(compiled: set[str], cpp_files: list[str]) -> set[str]:
 def _verdicts(top: str, candidates: list[str], sources: LintedSources | None,
               tree: _Tree) -> dict[str, str | None]:
     """For each candidate C++ file: why no build compiles it (the reason's text), or None."""
-    out: dict[str, str | None] = {c: None for c in candidates}
+    out: dict[str, str | None] = dict.fromkeys(candidates)
     try:
         builds = _builds(tree, sources)
         compiled = {p for b in builds for p in b.sources}
@@ -1021,10 +1024,8 @@ def _named_elsewhere(tree: _Tree, candidates: list[str], sources: LintedSources 
             continue  # a binary file
         raw = _blanked(raw, tree.consumed.get(path, ()))
         for m in pattern.finditer(raw):
-            line_start = raw.rfind(b"\n", 0, m.start()) + 1
-            if _INCLUDE.match(raw, line_start) and raw.find(b"\n", line_start) >= m.start() \
-                    or raw.find(b"\n", line_start) == -1 and _INCLUDE.match(raw, line_start):
-                continue
+            if _INCLUDE.match(raw, raw.rfind(b"\n", 0, m.start()) + 1):
+                continue  # an `#include` line: the include closure's subject
             found.setdefault(m.group(1).decode(), set()).add(path)
     return {c for c, s in stems.items() if found.get(s, set()) - {c}}
 
@@ -1090,10 +1091,11 @@ def _is_error(f: Finding) -> bool:
 
 def demote_unbuilt(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
                    paths: Sequence[str | os.PathLike[str]], cache_dir: Path | None = None,
-                   sources: LintedSources | None = None) -> dict[str, list[Finding]]:
+                   sources: LintedSources | None = None, lint_cache: Path | None = None) -> dict[str, list[Finding]]:
     """``raw`` (findings by file path) with the errors of each C++ file that no build of the tree compiles (nor
     includes) made warnings that say so. ``files``: ``(path, language)`` of every linted file; ``paths``: those
-    named to the lint; the tree whose builds are read is the folder holding the named directories."""
+    named to the lint; the tree whose builds are read is the folder holding the named directories.
+    ``lint_cache``: the lint's cache folder, used or not (never read as part of the tree)."""
     folders = [os.path.abspath(p) for p in paths if os.path.isdir(p)]
     try:
         top = os.path.commonpath(folders) if folders else ""
@@ -1105,7 +1107,8 @@ def demote_unbuilt(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str
         return raw
     top = os.path.abspath(top)
     try:
-        tree = _Tree(top, _walk(top))
+        skip = lint_cache if lint_cache is not None else cache_dir
+        tree = _Tree(top, _walk(top, os.path.abspath(skip) if skip is not None else None))
     except _Unknown:
         return raw
     key = _key(tree, candidates)

@@ -394,7 +394,8 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         raw = demote_uncalled(raw, linted, directory, sources, site, sorted(tests))  # tests: for the ops they name
         raw = demote_cold_ops(raw, linted, project, sources)  # ops only load-time or uncaptured Python calls: warnings
         raw, _ = demote_unreachable(raw, linted, project, sources)  # no capture reaches the tree's C++: warnings
-        raw = demote_unbuilt(raw, linted, paths, directory, sources)  # files no build of the tree compiles
+        raw = demote_unbuilt(raw, linted, paths, directory, sources,  # files no build of the tree compiles
+                             cache_mod.cache_dir(config.root))
 
     root = str(config.root)
     findings: list[Finding] = []

@@ -213,3 +213,25 @@ def test_verdicts_are_cached_and_follow_the_build_scripts(tmp_path, monkeypatch)
     setup = src / "quant" / "setup.py"
     setup.write_text(setup.read_text().replace('"csrc/gemv_cuda.cu"]', '"csrc/gemv_cuda.cu", "csrc/gemv_cuda_backup.cu"]'))
     assert gc201(src, cache=True)["gemv_cuda_backup.cu"] == "error"
+
+
+def test_inline_code_builds_and_macro_includes(tmp_path):
+    kivi(tmp_path)
+    write(tmp_path, "quant/inline.py", "from torch.utils.cpp_extension import load_inline\n"
+          "ext = load_inline(name='inl', cpp_sources='int f() { return 0; }', cuda_sources=[])\n")
+    assert gc201(tmp_path)["gemv_cuda_backup.cu"] == "warning"  # literal inline code compiles no file
+    write(tmp_path, "quant/inline.py", "from torch.utils.cpp_extension import load_inline\n"
+          "ext = load_inline(name='inl', cpp_sources=open(PATH).read())\n")
+    assert gc201(tmp_path)["gemv_cuda_backup.cu"] == "error"  # code read from some file
+    (tmp_path / "quant" / "inline.py").unlink()
+    write(tmp_path, "quant/csrc/pybind.cpp", "#include KERNEL_FILE\n" + BIND)  # an include through a macro
+    assert gc201(tmp_path)["gemv_cuda_backup.cu"] == "error"
+
+
+def test_a_cache_folder_inside_the_tree_is_not_read(tmp_path, monkeypatch):
+    """The cache's own record names the file: a second run must not take that for a use."""
+    monkeypatch.setenv("GRAPHCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    kivi(tmp_path)
+    assert gc201(tmp_path, cache=True)["gemv_cuda_backup.cu"] == "warning"
+    assert gc201(tmp_path, cache=True)["gemv_cuda_backup.cu"] == "warning"
+    assert gc201(tmp_path, cache=False)["gemv_cuda_backup.cu"] == "warning"
