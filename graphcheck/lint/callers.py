@@ -4,7 +4,9 @@ The summary of each module (``graphcheck.lint.summary``) records, for every
 call whose target it can name, a code per argument: ``n`` (the literal
 ``None``), ``h`` (a Python number: a literal, ``len()``, ``int()``, a shape or
 size, ``.item()``, arithmetic of those, a local or ``self.`` attribute assigned
-only such values) or ``?`` (anything else). The project index hands the lint
+only such values; ``f`` for the literals ``False`` and ``0``) or ``?`` (anything
+else). A call that passes on an opt-in flag of the caller as is (``use_sync=use_sync``)
+says so, and the index follows it up to the callers of the caller. The project index hands the lint
 of a file the call records of its reachable functions (``FileContext.callers``);
 the rules use them to:
 
@@ -13,7 +15,10 @@ the rules use them to:
   ``self.max_num_pages``, or in an autograd backward ``ctx.flag`` that forward
   set only to Python bools): the annotation is contradicted by the callers;
 - keep an ``if p is None:`` fallback an error only when a caller omits ``p``
-  or passes ``None`` (``graphcheck.lint.coldpaths``).
+  or passes ``None``, and an opt-in block (``if use_sync:``, ``use_sync=False``)
+  an error only when a caller turns the flag on: passes anything but ``False``,
+  ``0`` or ``None``, or passes on a flag of its own that one of its callers turns
+  on (``graphcheck.lint.coldpaths``).
 
 A caller the index did not summarize is not seen: with no record the
 annotation stands and the fallback counts as one no caller takes.
@@ -96,6 +101,8 @@ class ArgCoder:
     def code(self, expr: ast.expr, fn: ast.AST | None, cls: str | None) -> str:
         if isinstance(expr, ast.Constant) and expr.value is None:
             return "n"
+        if isinstance(expr, ast.Constant) and type(expr.value) in (bool, int, float) and not expr.value:
+            return "f"  # `False`, `0`: a number, and an opt-in flag left off
         return "h" if self._number(expr, fn, cls, plain=False, depth=0) else "?"
 
     def _number(self, node: ast.AST, fn: ast.AST | None, cls: str | None, plain: bool, depth: int) -> bool:
@@ -217,28 +224,52 @@ def _dotted(node: ast.AST) -> str | None:
 # -- the lint side: questions about one function's callers ------------------------------------------
 
 
-def _slots(fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool, via_attr: bool) -> tuple[list[str], set[str]]:
-    """(positional parameter names as a caller fills them, keyword-only names)."""
+def _positional(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[str], bool]:
+    """(positional parameter names, a staticmethod)."""
     a = fn.args
-    positional = [p.arg for p in [*a.posonlyargs, *a.args]]
     static = any(getattr(d, "id", getattr(d, "attr", "")) == "staticmethod" for d in fn.decorator_list)
+    return [p.arg for p in [*a.posonlyargs, *a.args]], static
+
+
+def _slot(record: list[Any], positional: list[str], static: bool, is_method: bool,
+          param: str) -> tuple[str | None, str]:
+    """(the code a call record passes for ``param``: ``n``/``f``/``h``/``?``, ``-`` when omitted, None when
+    unknown (``*args``/``**kwargs`` at the call); the argument's key, ``#i`` or the keyword)."""
+    _show, _line, via_attr, pos, kws, star = record[:6]
+    if param in kws:
+        return str(kws[param]), param
+    if star:
+        return None, ""
     if is_method and via_attr and not static and positional:
         positional = positional[1:]
-    return positional, {p.arg for p in a.kwonlyargs}
+    if param in positional and positional.index(param) < len(pos):
+        i = positional.index(param)
+        return str(pos[i]), f"#{i}"
+    return "-", ""
 
 
 def _given(record: list[Any], fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool, param: str) -> str | None:
-    """The code a call record passes for ``param``: ``n``/``h``/``?``, ``-`` when omitted, None when unknown
-    (``*args``/``**kwargs`` at the call)."""
-    _show, _line, via_attr, pos, kws, star = record[:6]
-    if param in kws:
-        return str(kws[param])
-    if star:
+    """The code a call record passes for ``param`` (``_slot``)."""
+    positional, static = _positional(fn)
+    return _slot(record, positional, static, is_method, param)[0]
+
+
+_OFF_CODES = ("-", "f", "n")  # an opt-in flag left off: omitted, False/0, None
+
+
+def _turns_on(record: list[Any], fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool,
+              param: str) -> str | None:
+    """How a call record turns on the opt-in flag ``param`` ("`f` (file.py:12) turns it on", or which caller of
+    the caller turns on a flag the caller passes on as is), or None when it leaves it off."""
+    positional, static = _positional(fn)
+    code, key = _slot(record, positional, static, is_method, param)
+    if code in _OFF_CODES:
         return None
-    positional, _ = _slots(fn, is_method, bool(via_attr))
-    if param in positional and positional.index(param) < len(pos):
-        return str(pos[positional.index(param)])
-    return "-"
+    forwards = record[7] if len(record) > 7 and record[7] else {}
+    if key in forwards:  # a flag of the caller's, passed on: on when a caller of the caller turns it on
+        upstream = forwards[key]
+        return f"{record[0]} passes on a flag of its own, which {upstream} turns on" if upstream else None
+    return f"{record[0]} turns it on"
 
 
 def _off(record: list[Any]) -> str:
@@ -246,13 +277,15 @@ def _off(record: list[Any]) -> str:
     return str(record[6]) if len(record) > 6 and record[6] else ""
 
 
-def passing(info: Any, param: str, table: dict[str, list[list[Any]]]) -> str | None:
-    """A caller (as "`f` (file.py:12)") that passes ``param`` of function ``info`` (or may: ``*args``), or None.
-    Callers that never run under capture (tests, benchmarks, references, metadata builders run before
-    replay) do not count."""
+def turning_on(info: Any, param: str, table: dict[str, list[list[Any]]]) -> str | None:
+    """How a caller turns on the opt-in flag ``param`` of function ``info`` (or may: ``*args``), as
+    "`f` (file.py:12) turns it on", or None. Callers that never run under capture (tests, benchmarks,
+    references, metadata builders run before replay) do not count."""
     for record in table.get(info.qualname, ()):
-        if not _off(record) and _given(record, info.node, info.is_method, param) != "-":
-            return record[0]
+        if not _off(record):
+            on = _turns_on(record, info.node, info.is_method, param)
+            if on is not None:
+                return on
     return None
 
 
@@ -267,12 +300,16 @@ def omitting(info: Any, param: str, table: dict[str, list[list[Any]]]) -> str | 
 
 def off_capture_callers(info: Any, param: str, table: dict[str, list[list[Any]]], omitted: bool) -> list[str]:
     """The callers, each as "`f` (file.py:12) (eager)", that take the path (omit ``param`` when ``omitted``,
-    else pass it) but never run under capture."""
+    else turn the opt-in flag on) but never run under capture."""
     out = []
     for record in table.get(info.qualname, ()):
-        given = _given(record, info.node, info.is_method, param)
-        takes = given in ("-", "n") if omitted else given != "-"
-        if _off(record) and takes:
+        if not _off(record):
+            continue
+        if omitted:
+            takes = _given(record, info.node, info.is_method, param) in ("-", "n")
+        else:
+            takes = _turns_on(record, info.node, info.is_method, param) is not None
+        if takes:
             out.append(f"{record[0]} ({_off(record)})")
     return out
 
@@ -283,7 +320,7 @@ def all_pass_numbers(info: Any, param: str, table: dict[str, list[list[Any]]]) -
     records = table.get(info.qualname, ())
     if not records:
         return []
-    if any(_given(r, info.node, info.is_method, param) != "h" for r in records):
+    if any(_given(r, info.node, info.is_method, param) not in ("h", "f") for r in records):
         return []
     return [r[0] for r in records]
 
@@ -302,22 +339,84 @@ def call_table(index: Any) -> dict[str, list[list[Any]]]:
         return table
     table = {}
     order = {caller: n for n, caller in enumerate(index.funcs)}
+    forwarded: list[tuple[str, list[Any], dict[str, list[str]]]] = []  # (caller, record, its forwards)
+    callers_of: dict[str, list[list[Any]]] = {}
     for target, edges in index.call_edges().items():
         found: list[tuple[int, int, list[Any]]] = []
         for caller, callee, how in edges:
             module, qual, rec = index.funcs[caller]
             shown_file = index.by_module.get(module, module).replace("\\", "/").rsplit("/", 1)[-1]
-            for n, (name, line, via, pos, kws, star) in enumerate(rec.get("args", ())):
+            for n, (name, line, via, pos, kws, star, *more) in enumerate(rec.get("args", ())):
                 if name == callee:
                     via = 1 if how == "class" else via
                     off = index.off_scope(caller) or ""
-                    found.append((order[caller], n,
-                                  [f"`{qual}` ({shown_file}:{line})", line, via, pos, kws, star, off]))
+                    record = [f"`{qual}` ({shown_file}:{line})", line, via, pos, kws, star, off]
+                    if more:
+                        record.append({})
+                        forwarded.append((caller, record, more[0]))
+                    found.append((order[caller], n, record))
         if found:
             found.sort(key=lambda f: f[:2])  # callers in index order, each one's calls in its order
             table[target] = [record for _, _, record in found]
+            callers_of[target] = table[target]
+    raw = {id(record): (caller, forwards) for caller, record, forwards in forwarded}
+    memo: dict[tuple[str, str], str] = {}
+    for _caller, record, forwards in forwarded:
+        for key in forwards:
+            source = _forward_source(index, raw, record, key)
+            if source is not None:
+                record[7][key] = _upstream_on(index, callers_of, raw, source[0], source[1], memo, 0)
     index._call_table = table
     return table
+
+
+def _forward_source(index: Any, raw: dict[int, tuple[str, dict[str, list[str]]]], record: list[Any],
+                    key: str) -> tuple[str, str] | None:
+    """(the function whose opt-in flag a call record passes on as argument ``key``, the flag), or None."""
+    hit = raw.get(id(record))
+    if hit is None or key not in hit[1]:
+        return None
+    caller, forwards = hit
+    owner, param = forwards[key]
+    return (f"{index.funcs[caller][0]}.{owner}" if owner else caller), param
+
+
+_FORWARD_LEVELS = 8  # callers of callers followed up for a flag passed on as is
+
+
+def _upstream_on(index: Any, callers_of: dict[str, list[list[Any]]],
+                 raw: dict[int, tuple[str, dict[str, list[str]]]], dotted: str, param: str,
+                 memo: dict[tuple[str, str], str], depth: int) -> str:
+    """The caller (as "`f` (file.py:12)") that turns on the opt-in flag ``param`` of function ``dotted``, through
+    any flags passed on as is; "" when every caller that may run under capture leaves it off (or none is
+    known: the default is what runs)."""
+    key = (dotted, param)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    memo[key] = ""  # a cycle turns nothing on by itself
+    rec = index.funcs[dotted][2] if dotted in index.funcs else {}
+    flags = rec.get("flags")
+    out = ""
+    for record in callers_of.get(dotted, ()):
+        if record[6]:
+            continue  # a caller that never runs under capture
+        if flags is None:  # not a flag the summary knows: whatever is passed counts
+            out = record[0]
+            break
+        code, slot = _slot(record, flags[0], bool(flags[1]), bool(rec.get("method")), param)
+        if code in _OFF_CODES:
+            continue
+        passed_on = _forward_source(index, raw, record, slot)
+        if passed_on is None or depth >= _FORWARD_LEVELS:
+            out = record[0]
+            break
+        up = _upstream_on(index, callers_of, raw, passed_on[0], passed_on[1], memo, depth + 1)
+        if up:
+            out = up
+            break
+    memo[key] = out
+    return out
 
 
 def cold_table(index: Any) -> dict[str, list[str]]:

@@ -47,6 +47,7 @@ import fnmatch
 import functools
 import re
 from collections.abc import Sequence
+from typing import cast
 
 from graphcheck.config import DEFAULT_PREFILL_FLAGS, DEFAULT_PREFILL_LENGTHS
 
@@ -55,6 +56,22 @@ FIRST_USE = "once per key (first use, normally a warm-up before capture)"
 CACHE_MISS = "cache miss"
 PREFILL_BRANCH = "prefill branch"
 OPTIONAL_ARGUMENT = "optional argument"
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """An opt-in flag: a parameter that defaults to off and that the function never rebinds (``use_sync=False``),
+    or a ``self.x`` that ``__init__`` sets from such a parameter of its own."""
+
+    name: str  # the text tested: `use_sync`, `self.sync`
+    param: str  # the parameter the value comes from
+    default: str  # its default as written: False, None, 0
+    owner: str | None = None  # the function whose parameter it is (`Layer.__init__`), when not the tested one's
+
+    def why(self) -> str:
+        on = f"`{self.name}=True`" if self.default == "False" else f"`{self.name}` is set"
+        source = f", set from `{self.owner}`'s `{self.param}`" if self.owner else ""
+        return f"when {on} (default {self.default}{source}): an opt-in flag, off under default capture"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +85,7 @@ class Cold:
     # an expression's exact extent (line, col, end line, end col): `n if p is None else p.item()` on one line
     span: tuple[int, int, int, int] | None = None
     kind: str = CACHE_MISS  # CACHE_MISS, PREFILL_BRANCH or OPTIONAL_ARGUMENT
+    flag: Flag | None = None  # the opt-in flag the range runs under (then ``param`` is its parameter)
 
     def holds(self, line: int, col: int) -> bool:
         if self.span is None:
@@ -134,7 +152,6 @@ def first_use_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence
     return out
 
 
-OPT_IN = "when the caller passes `{name}` (an opt-in flag, default False)"
 PREFILL = "a prefill branch (engines capture decode; prefill runs eagerly)"
 # a query-length test (`if q_len > 1:`): model code generating one token per step splits prefill off so
 PREFILL_LENGTH = ("a prefill branch (a query of more than one token is the prompt; decode steps take one, and "
@@ -433,17 +450,22 @@ OPT_IN_ENV = ("when the environment sets `{key}` (an opt-in switch, off by defau
 
 def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST],
                     switches: dict[str, tuple[str, int]] | None = None,
-                    tests: Sequence[ast.AST] | None = None) -> list[Cold]:
+                    tests: Sequence[ast.AST] | None = None,
+                    attr_flags: dict[str, Flag] | None = None) -> list[Cold]:
     """Line ranges of ``fn`` that run only when an optional parameter (default ``None``) is omitted, or an
     optional field of a parameter is unset; or, under ``if X:`` (``if X and ...:``) where ``X`` is a module-level
     opt-in switch read from the environment (``switches``: name -> (key, line)) and not a local name, only when
     the environment turns it on. ``tests``: the ``If``, ``BoolOp`` and ``IfExp`` nodes of ``nodes`` in their
-    order, when the caller has them sorted out (``FuncInfo.group("branch")``)."""
+    order, when the caller has them sorted out (``FuncInfo.group("branch")``). Blocks that run only when an
+    opt-in flag is on (``opt_in_flags``; ``attr_flags``: ``self.x`` flags of the method's class, by their text)
+    are ranges too."""
     if tests is None:
         tests = [n for n in nodes if isinstance(n, (ast.If, ast.BoolOp, ast.IfExp))]
     optional = _defaults_that_are(fn, None)
     params = _all_params(fn)
-    flags = _defaults_that_are(fn, False)
+    flags = opt_in_flags(fn, nodes)
+    if attr_flags:
+        flags = {**flags, **attr_flags}
     end = fn.end_lineno or fn.lineno
     out = []
     if switches:
@@ -460,12 +482,8 @@ def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[
                 out.append(Cold(node.body[0].lineno, _last_line(node.body),
                                 OPT_IN_ENV.format(key=key, name=switch, line=line), kind=OPTIONAL_ARGUMENT))
     for node in tests:
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id in flags and node.body:
-            # `if clean: ...` with `clean=False`: an opt-in the caller must ask for
-            name = node.test.id
-            out.append(Cold(node.body[0].lineno, _last_line(node.body), OPT_IN.format(name=name), name,
-                            kind=OPTIONAL_ARGUMENT))
-            continue
+        if flags:
+            out.extend(_opt_in_ranges(fn, node, flags))
         if isinstance(node, ast.If):
             hit = _absent_test(node.test, optional, params)
             if hit is None:
@@ -487,6 +505,150 @@ def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[
             if hit is not None:  # `n if p is None else p` -- the arm taken without p
                 out.append(_expr_cold(node.body if hit[2] else node.orelse, hit[1]))
     return out
+
+
+def opt_in_flags(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST]) -> dict[str, Flag]:
+    """The opt-in flags of ``fn`` (its own nodes ``nodes``): parameters that default to ``False``, or to
+    ``None``/``0`` when annotated ``bool`` or used only as a flag (tested for truth, compared with a bool, passed
+    on as is or stored on ``self``), and that the function never rebinds."""
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = [*zip(positional[len(positional) - len(a.defaults):], a.defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+    candidates: dict[str, tuple[str, bool]] = {}  # name -> (default as written, a flag whatever its uses)
+    for arg, default in pairs:
+        if not isinstance(default, ast.Constant):
+            continue
+        value = default.value
+        if value is False:
+            candidates[arg.arg] = ("False", True)
+        elif value is None or (type(value) is int and value == 0):
+            candidates[arg.arg] = (repr(value), _bool_annotation(arg.annotation))
+    if not candidates:
+        return {}
+    stored: set[str] = set()
+    loads: dict[str, list[int]] = {}
+    flag_uses: set[int] = set()  # ids of Name nodes read as a flag
+    for node in nodes:
+        if isinstance(node, ast.Name):
+            if node.id in candidates:
+                if isinstance(node.ctx, ast.Load):
+                    loads.setdefault(node.id, []).append(id(node))
+                else:
+                    stored.add(node.id)
+        elif isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+            flag_uses.add(id(node.test))
+        elif isinstance(node, ast.BoolOp):
+            flag_uses.update(id(v) for v in node.values)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            flag_uses.add(id(node.operand))
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and _bool_constant(node.comparators[0]):
+            flag_uses.add(id(node.left))
+        elif isinstance(node, ast.Call):
+            flag_uses.update(id(v) for v in node.args)
+            flag_uses.update(id(k.value) for k in node.keywords)
+        elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Attribute) for t in node.targets):
+            flag_uses.add(id(node.value))
+        elif isinstance(node, ast.comprehension):
+            flag_uses.update(id(c) for c in node.ifs)
+    out = {}
+    for name, (shown, always) in candidates.items():
+        if name in stored:
+            continue
+        if always or all(use in flag_uses for use in loads.get(name, ())):
+            out[name] = Flag(name, name, shown)
+    return out
+
+
+def _bool_annotation(node: ast.AST | None) -> bool:
+    """``bool``, ``Optional[bool]``, ``bool | None``."""
+    if isinstance(node, ast.Name):
+        return node.id == "bool"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.replace(" ", "") in ("bool", "Optional[bool]", "bool|None", "None|bool")
+    if isinstance(node, ast.Subscript) and getattr(node.value, "id", getattr(node.value, "attr", "")) == "Optional":
+        return _bool_annotation(node.slice)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        sides = (node.left, node.right)
+        return any(_bool_annotation(s) for s in sides) and all(
+            _bool_annotation(s) or (isinstance(s, ast.Constant) and s.value is None) for s in sides)
+    return False
+
+
+def _bool_constant(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, bool)
+
+
+def flag_key(node: ast.AST) -> str | None:
+    """The text by which a flag is tested: a name, or ``self.x``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return f"self.{node.attr}"
+    return None
+
+
+def flag_test(test: ast.AST, flags: dict[str, Flag]) -> tuple[Flag, bool] | None:
+    """(the flag, which truth value of ``test`` says it is on) for ``p``, ``not p``, ``p is True``,
+    ``p == False``, an ``and`` with ``p`` (true: on) or an ``or`` with ``not p`` (false: on); else None."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        hit = flag_test(test.operand, flags)
+        return (hit[0], not hit[1]) if hit is not None else None
+    if isinstance(test, ast.BoolOp):
+        want = isinstance(test.op, ast.And)  # an `and` is true only with every operand true
+        for value in test.values:
+            hit = flag_test(value, flags)
+            if hit is not None and hit[1] == want:
+                return hit
+        return None
+    key = flag_key(test)
+    if key is not None:
+        return (flags[key], True) if key in flags else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and _bool_constant(test.comparators[0]):
+        key = flag_key(test.left)
+        if key is None or key not in flags:
+            return None
+        op = test.ops[0]
+        if not isinstance(op, (ast.Is, ast.Eq, ast.IsNot, ast.NotEq)):
+            return None
+        same = isinstance(op, (ast.Is, ast.Eq))
+        return flags[key], same == bool(cast(ast.Constant, test.comparators[0]).value)
+    return None
+
+
+def _opt_in_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST, flags: dict[str, Flag]) -> list[Cold]:
+    """What under a test of an opt-in flag runs only when the flag is on: the ``if`` arm (or the rest of the
+    function after ``if not p: return``), the arm of a conditional expression, the operands of an ``and``
+    after the flag."""
+    if isinstance(node, (ast.If, ast.IfExp)):
+        hit = flag_test(node.test, flags)
+        if hit is None:
+            return []
+        flag, on = hit
+        if isinstance(node, ast.IfExp):
+            arm = node.body if on else node.orelse
+            return [_span_cold(arm, arm, flag)]
+        block = node.body if on else node.orelse
+        if block:
+            return [Cold(block[0].lineno, _last_line(block), flag.why(), flag.param, kind=OPTIONAL_ARGUMENT,
+                         flag=flag)]
+        if node.body and isinstance(node.body[-1], ast.Return) and any(stmt is node for stmt in fn.body):
+            # `if not use_sync: return out` opening the function: the rest of it runs only with the flag on
+            return [Cold(_last_line(node.body) + 1, fn.end_lineno or fn.lineno, flag.why(), flag.param,
+                         kind=OPTIONAL_ARGUMENT, flag=flag)]
+        return []
+    if isinstance(node, ast.BoolOp):
+        want = isinstance(node.op, ast.And)  # `p and x.item()`, `not p or x.item()`
+        for i, value in enumerate(node.values[:-1]):
+            hit = flag_test(value, flags)
+            if hit is not None and hit[1] == want:
+                return [_span_cold(node.values[i + 1], node.values[-1], hit[0])]
+    return []
+
+
+def _span_cold(first: ast.expr, last: ast.expr, flag: Flag) -> Cold:
+    end_line = getattr(last, "end_lineno", None) or last.lineno
+    span = (first.lineno, first.col_offset, end_line, getattr(last, "end_col_offset", None) or 10**6)
+    return Cold(first.lineno, end_line, flag.why(), flag.param, span, OPTIONAL_ARGUMENT, flag)
 
 
 def _expr_cold(expr: ast.expr, name: str) -> Cold:

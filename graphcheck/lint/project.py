@@ -1143,6 +1143,11 @@ class ProjectIndex:
                 kernels[local] = [local, rec.get("params", []), rec.get("cx", []), found[1] in self.autotuned]
         table, cold = callers_mod.call_table(self), callers_mod.cold_table(self)
         calls = {q: table[f"{module}.{q}"] for q in reach if f"{module}.{q}" in table}
+        # a class's __init__ for its reachable methods: whether a caller turns on a `self.x` opt-in flag it sets
+        for cls in {q.rpartition(".")[0] for q in reach if "." in q}:
+            init = f"{cls}.__init__"
+            if init not in calls and f"{module}.{init}" in table:
+                calls[init] = table[f"{module}.{init}"]
         cold_here = {q: cold[f"{module}.{q}"] for q in reach if f"{module}.{q}" in cold}
         return FileContext(reach, aliases, kernels, bool(summ.get("broken")), captures, off, calls, cold_here)
 

@@ -40,7 +40,7 @@ from graphcheck.findings import Finding, Severity
 from graphcheck.lint import callers, capture_sites
 from graphcheck.lint.closures import ModuleFacts
 from graphcheck.lint.cold_reach import PREFILL_CODE
-from graphcheck.lint.coldpaths import BRANCH_KINDS, CACHE_MISS, OPT_IN, OPTIONAL_ARGUMENT
+from graphcheck.lint.coldpaths import BRANCH_KINDS, CACHE_MISS, OPTIONAL_ARGUMENT
 from graphcheck.lint.files import glob_regex, python_lines
 from graphcheck.lint.ranks import DEAD_BRANCH, Dead, dead_branches
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, may_be_reachable
@@ -431,19 +431,38 @@ class _FunctionChecker:
             return None
         param = optional.param
         table = (self.linter.context or {}).get("callers", {})
-        opt_in = param is not None and optional.why == OPT_IN.format(name=param)
-        if param is not None and (opt_in or optional.why.startswith("when the caller omits")):
-            caller = (callers.passing if opt_in else callers.omitting)(self.info, param, table)
+        flag = optional.flag
+        if flag is not None:  # an opt-in flag: an error when a caller the project knows turns it on
+            owner = self.info if flag.owner is None else self._method(flag.owner)
+            if owner is None:
+                return f"it runs only {optional.why}", OPTIONAL_ARGUMENT, True
+            caller = callers.turning_on(owner, flag.param, table)
             if caller is not None:
-                how = "is passed" if opt_in else "is omitted or None"
-                return f"it runs when `{param}` {how}, as {caller} does", OPTIONAL_ARGUMENT, False
-            off = callers.off_capture_callers(self.info, param, table, omitted=not opt_in)
+                via = "" if flag.owner is None else f" through `{flag.owner}`'s `{flag.param}`"
+                return (f"it runs when `{flag.name}` is on (default {flag.default}), and {caller}{via}",
+                        OPTIONAL_ARGUMENT, False)
+            off = callers.off_capture_callers(owner, flag.param, table, omitted=False)
+            if off:
+                shown = ", ".join(off[:3]) + (f" and {len(off) - 3} more" if len(off) > 3 else "")
+                return (f"it runs only {optional.why}; only callers that never run under capture turn it on "
+                        f"({shown})", OPTIONAL_ARGUMENT, True)
+            return f"it runs only {optional.why}; no caller in the tree turns it on", OPTIONAL_ARGUMENT, True
+        if param is not None and optional.why.startswith("when the caller omits"):
+            caller = callers.omitting(self.info, param, table)
+            if caller is not None:
+                return f"it runs when `{param}` is omitted or None, as {caller} does", OPTIONAL_ARGUMENT, False
+            off = callers.off_capture_callers(self.info, param, table, omitted=True)
             if off:
                 shown = ", ".join(off[:3]) + (f" and {len(off) - 3} more" if len(off) > 3 else "")
                 return (f"it runs only {optional.why}; only callers that never run under capture do ({shown})",
                         OPTIONAL_ARGUMENT, True)
             return f"it runs only {optional.why}; no caller in the tree does", OPTIONAL_ARGUMENT, True
         return f"it runs only {optional.why}", OPTIONAL_ARGUMENT, True
+
+    def _method(self, qualname: str) -> FuncInfo | None:
+        """A method of this module by its qualified name (``Cls.__init__``)."""
+        cls, _, name = qualname.rpartition(".")
+        return self.index.class_methods.get(cls, {}).get(name)
 
     def origin_sync(self, node: ast.AST | None) -> ast.AST | None:
         """The host sync a value comes from: the call itself, or the sync a host name was assigned from."""

@@ -33,7 +33,9 @@ from typing import Any
 from graphcheck.config import DEFAULT_PREFILL_FLAGS, DEFAULT_PREFILL_LENGTHS
 from graphcheck.lint import capture_sites
 from graphcheck.lint.callers import ArgCoder
+from graphcheck.lint.coldpaths import Flag, flag_key, opt_in_flags
 from graphcheck.lint.scope import NON_CUDA_DEVICE_KEYS, FuncInfo, ModuleIndex, generic_instantiation
+from graphcheck.lint.values import class_flags
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # libraries a tree never defines: calls into them get no argument record (it keeps summaries small)
@@ -219,6 +221,10 @@ class _Summarizer:
                                                         self.index.prefill_lengths)]
         cold: dict[str, tuple[str, str]] = {}  # callee -> (why, kind) of its first cold call
         warm: set[str] = set()
+        # opt-in flags the function may pass on as is: its own, and the `self.x` ones its class's __init__ sets
+        flags = opt_in_flags(info.node, info.own_nodes())
+        if info.is_method and info.name != "__init__":
+            flags = {**flags, **class_flags(self.index, info.owner_class)}
         replays: list[Any] | None = None
         for node in info.group("call"):
             func = node.func
@@ -240,7 +246,7 @@ class _Summarizer:
                 continue
             calls.append(callee)
             if callee.split(".", 1)[0] not in _EXTERNAL:  # maybe a call into the tree: what it passes, where
-                args.append(self.call_record(node, callee, info))
+                args.append(self.call_record(node, callee, info, flags))
                 where = next((c for c in cold_ranges if c.start <= node.lineno <= c.end), None)
                 if where is None:
                     warm.add(callee)
@@ -295,6 +301,11 @@ class _Summarizer:
             out["default_op"] = default_op
         if info.is_method:
             out["method"] = True
+        own = [f for f in flags.values() if f.owner is None]
+        if own:  # how callers fill its opt-in flags: [positional parameters, a staticmethod]
+            a = info.node.args
+            static = any(getattr(d, "id", getattr(d, "attr", "")) == "staticmethod" for d in info.node.decorator_list)
+            out["flags"] = [[p.arg for p in [*a.posonlyargs, *a.args]], static]
         return out
 
     def graph_receiver(self, node: ast.expr, info: FuncInfo) -> bool:
@@ -348,13 +359,27 @@ class _Summarizer:
                 out[cls] = known
         return out
 
-    def call_record(self, node: ast.Call, callee: str, info: FuncInfo) -> list[Any]:
-        """[callee, line, called as an attribute, codes of positional args, codes of keywords, star]."""
+    def call_record(self, node: ast.Call, callee: str, info: FuncInfo,
+                    flags: dict[str, Flag] | None = None) -> list[Any]:
+        """[callee, line, called as an attribute, codes of positional args, codes of keywords, star], and when
+        the call passes on an opt-in flag of the caller (``flags``) as is: {"#i" or keyword: [the function whose
+        parameter it is ("" for the caller itself, else a qualname), the parameter]}."""
         fn, cls = info.node, info.owner_class
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
-        pos = "".join(self.coder.code(a, fn, cls) for a in node.args if not isinstance(a, ast.Starred))
+        given = [a for a in node.args if not isinstance(a, ast.Starred)]
+        pos = "".join(self.coder.code(a, fn, cls) for a in given)
         kws = {k.arg: self.coder.code(k.value, fn, cls) for k in node.keywords if k.arg}
-        return [callee, node.lineno, int(isinstance(node.func, ast.Attribute)), pos, kws, int(star)]
+        record = [callee, node.lineno, int(isinstance(node.func, ast.Attribute)), pos, kws, int(star)]
+        if flags:
+            passed = [(f"#{i}", a) for i, a in enumerate(given)] + [(k.arg, k.value) for k in node.keywords if k.arg]
+            forwards = {}
+            for key, value in passed:
+                flag = flags.get(flag_key(value) or "")
+                if flag is not None:
+                    forwards[key] = [flag.owner or "", flag.param]
+            if forwards:
+                record.append(forwards)
+        return record
 
     def run(self) -> dict[str, Any]:
         statements = self.module_level()

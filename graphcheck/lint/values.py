@@ -34,7 +34,7 @@ from typing import cast
 
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.aliases import Aliases
-from graphcheck.lint.coldpaths import Cold, name_words, optional_ranges
+from graphcheck.lint.coldpaths import Cold, Flag, flag_key, name_words, opt_in_flags, optional_ranges
 from graphcheck.lint.files import glob_regex
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, child_nodes, ctx_param, local_names
 
@@ -123,6 +123,44 @@ _HOST_TYPES = {"list", "tuple", "dict", "set", "frozenset", "int", "float", "boo
 DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host", "*_pinned")
 
 
+def class_flags(index: ModuleIndex, cls: str | None) -> dict[str, Flag]:
+    """The ``self.x`` opt-in flags of class ``cls`` (memoized on the index), by their text: ``__init__`` sets
+    ``self.x = p`` from an opt-in flag ``p`` of its own (``coldpaths.opt_in_flags``), once, and nothing else in
+    the module stores an attribute of that name (no ``setattr`` either). One definition of the class only."""
+    if cls is None:
+        return {}
+    memo: dict[str, dict[str, Flag]] = index.__dict__.setdefault("_class_flags", {})
+    hit = memo.get(cls)
+    if hit is not None:
+        return hit
+    out: dict[str, Flag] = {}
+    memo[cls] = out
+    init = index.class_methods.get(cls, {}).get("__init__")
+    if init is None or len(index.class_defs.get(cls, ())) != 1 or "setattr(" in index.source:
+        return out
+    flags = opt_in_flags(init.node, init.own_nodes())
+    if not flags:
+        return out
+    candidates: dict[str, Flag] = {}
+    for node in init.group("assign"):
+        if (len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in flags and flag_key(node.targets[0]) is not None):
+            flag = flags[node.value.id]
+            attr = node.targets[0].attr
+            candidates[attr] = Flag(f"self.{attr}", flag.param, flag.default, init.qualname)
+    if not candidates:
+        return out
+    stores: dict[str, int] = {}  # attribute name -> stores anywhere in the module's functions
+    for info in index.functions:
+        for node in info.group("attribute"):
+            if node.attr in candidates and not isinstance(node.ctx, ast.Load):
+                stores[node.attr] = stores.get(node.attr, 0) + 1
+    for attr, flag in candidates.items():
+        if stores.get(attr) == 1:
+            out[flag.name] = flag
+    return out
+
+
 def is_builtin(aliases: Aliases, node: ast.AST, names: Iterable[str]) -> bool:
     """``node`` is a reference to one of Python's builtins ``names``: not imported, not defined or
     assigned at module level (FlagGems' ``def any(inp)`` is a device op, not the builtin)."""
@@ -197,7 +235,8 @@ class FunctionFacts:
                 self._conditional(node)
         # lines that run once per key (cached work) or only when an optional argument is omitted
         self.first_use = info.first_use()
-        self.optional = optional_ranges(info.node, nodes, index.env_switches, info.group("branch"))
+        attr_flags = class_flags(index, info.owner_class) if info.is_method and info.name != "__init__" else None
+        self.optional = optional_ranges(info.node, nodes, index.env_switches, info.group("branch"), attr_flags)
         self.prefill = (info.branches(index.prefill, index.mentions_roles, index.prefill_lengths)
                         if index.mentions_prefill or index.mentions_roles else [])
         calls: list[ast.Call] = info.group("call")

@@ -304,7 +304,8 @@ def test_a_sync_under_an_opt_in_flag_is_a_warning_unless_a_caller_passes_it(tmp_
                     n = lens[b].item()
     ''')
     assert [(c, s) for c, s, _, _ in got] == [("GC101", "warning")]
-    assert "when the caller passes `clean` (an opt-in flag, default False); no caller in the tree does" in got[0][3]
+    assert ("when `clean=True` (default False): an opt-in flag, off under default capture; no caller in the tree "
+            "turns it on") in got[0][3]
     loud = lint('''
         def logits(x, lens, clean: bool = True):
             kern[(1,)](x, 1, BLOCK=64)
@@ -323,7 +324,8 @@ def test_a_sync_under_an_opt_in_flag_is_a_warning_unless_a_caller_passes_it(tmp_
     ''')}
     called = [row for row in found(make(tmp_path, files)) if row[2] == "GC101"]
     assert [(c, s) for _, _, c, s, _ in called] == [("GC101", "error")]
-    assert "it runs when `clean` is passed, as `decode`" in called[0][4]
+    assert "it runs when `clean` is on (default False), and `decode` (ops.py:" in called[0][4]
+    assert called[0][4].endswith("turns it on")
 
 
 
