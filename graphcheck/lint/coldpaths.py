@@ -46,7 +46,7 @@ import dataclasses
 import fnmatch
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
 from graphcheck.config import DEFAULT_PREFILL_FLAGS, DEFAULT_PREFILL_LENGTHS
@@ -451,19 +451,22 @@ OPT_IN_ENV = ("when the environment sets `{key}` (an opt-in switch, off by defau
 def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST],
                     switches: dict[str, tuple[str, int]] | None = None,
                     tests: Sequence[ast.AST] | None = None,
-                    attr_flags: dict[str, Flag] | None = None) -> list[Cold]:
+                    attr_flags: dict[str, Flag] | None = None,
+                    names: Sequence[ast.AST] | None = None,
+                    group: Callable[[str], Sequence[ast.AST]] | None = None) -> list[Cold]:
     """Line ranges of ``fn`` that run only when an optional parameter (default ``None``) is omitted, or an
     optional field of a parameter is unset; or, under ``if X:`` (``if X and ...:``) where ``X`` is a module-level
     opt-in switch read from the environment (``switches``: name -> (key, line)) and not a local name, only when
     the environment turns it on. ``tests``: the ``If``, ``BoolOp`` and ``IfExp`` nodes of ``nodes`` in their
     order, when the caller has them sorted out (``FuncInfo.group("branch")``). Blocks that run only when an
     opt-in flag is on (``opt_in_flags``; ``attr_flags``: ``self.x`` flags of the method's class, by their text)
-    are ranges too."""
+    are ranges too; ``names`` and ``group``: the ``Name`` nodes of ``nodes`` and ``FuncInfo.group``, when
+    sorted out."""
     if tests is None:
         tests = [n for n in nodes if isinstance(n, (ast.If, ast.BoolOp, ast.IfExp))]
     optional = _defaults_that_are(fn, None)
     params = _all_params(fn)
-    flags = opt_in_flags(fn, nodes)
+    flags = opt_in_flags(fn, nodes, names, group)
     if attr_flags:
         flags = {**flags, **attr_flags}
     end = fn.end_lineno or fn.lineno
@@ -507,16 +510,21 @@ def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[
     return out
 
 
-def opt_in_flags(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST]) -> dict[str, Flag]:
-    """The opt-in flags of ``fn`` (its own nodes ``nodes``): parameters that default to ``False``, or to
-    ``None``/``0`` when annotated ``bool`` or used only as a flag (tested for truth, compared with a bool, passed
-    on as is or stored on ``self``), and that the function never rebinds."""
+def opt_in_flags(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast.AST],
+                  names: Sequence[ast.AST] | None = None,
+                  group: Callable[[str], Sequence[ast.AST]] | None = None) -> dict[str, Flag]:
+    """The opt-in flags of ``fn`` (its own nodes ``nodes``; ``names``: the ``Name`` nodes among them, and
+    ``group``: ``FuncInfo.group``, when the caller has them sorted out): parameters that default to ``False``, or to ``None``/``0`` when annotated
+    ``bool`` or used only as a flag (tested for truth, compared with a bool, passed on as is or stored on an
+    attribute), and that the function never rebinds."""
     a = fn.args
+    if not a.defaults and not a.kw_defaults:
+        return {}
     positional = [*a.posonlyargs, *a.args]
     pairs = [*zip(positional[len(positional) - len(a.defaults):], a.defaults), *zip(a.kwonlyargs, a.kw_defaults)]
     candidates: dict[str, tuple[str, bool]] = {}  # name -> (default as written, a flag whatever its uses)
     for arg, default in pairs:
-        if not isinstance(default, ast.Constant):
+        if type(default) is not ast.Constant:
             continue
         value = default.value
         if value is False:
@@ -525,38 +533,67 @@ def opt_in_flags(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast
             candidates[arg.arg] = (repr(value), _bool_annotation(arg.annotation))
     if not candidates:
         return {}
+    if names is None:
+        names = [n for n in nodes if type(n) is ast.Name]
     stored: set[str] = set()
     loads: dict[str, list[int]] = {}
-    flag_uses: set[int] = set()  # ids of Name nodes read as a flag
-    for node in nodes:
-        if isinstance(node, ast.Name):
-            if node.id in candidates:
-                if isinstance(node.ctx, ast.Load):
-                    loads.setdefault(node.id, []).append(id(node))
-                else:
-                    stored.add(node.id)
-        elif isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
-            flag_uses.add(id(node.test))
-        elif isinstance(node, ast.BoolOp):
-            flag_uses.update(id(v) for v in node.values)
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            flag_uses.add(id(node.operand))
-        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and _bool_constant(node.comparators[0]):
-            flag_uses.add(id(node.left))
-        elif isinstance(node, ast.Call):
-            flag_uses.update(id(v) for v in node.args)
-            flag_uses.update(id(k.value) for k in node.keywords)
-        elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Attribute) for t in node.targets):
-            flag_uses.add(id(node.value))
-        elif isinstance(node, ast.comprehension):
-            flag_uses.update(id(c) for c in node.ifs)
-    out = {}
+    for node in names:
+        name = cast(ast.Name, node)
+        if name.id in candidates:
+            if type(name.ctx) is ast.Load:
+                loads.setdefault(name.id, []).append(id(name))
+            else:
+                stored.add(name.id)
+    out = {name: Flag(name, name, shown) for name, (shown, always) in candidates.items()
+           if always and name not in stored}
+    asked = [name for name, (_shown, always) in candidates.items()
+             if not always and name not in stored and name in loads]
+    if asked:
+        if group is not None:
+            uses = _flag_uses([*group("branch"), *group("call"), *group("assign"), *group("bind")])
+        else:
+            uses = _flag_uses(nodes)
+        for name in asked:
+            if all(use in uses for use in loads[name]):
+                out[name] = Flag(name, name, candidates[name][0])
     for name, (shown, always) in candidates.items():
-        if name in stored:
-            continue
-        if always or all(use in flag_uses for use in loads.get(name, ())):
-            out[name] = Flag(name, name, shown)
+        if not always and name not in stored and name not in loads:
+            out[name] = Flag(name, name, shown)  # never read: nothing runs under it
     return out
+
+
+def _flag_uses(nodes: Sequence[ast.AST]) -> set[int]:
+    """The ids of the expressions read as a flag among ``nodes`` (the ``If``, ``BoolOp``, ``IfExp``, ``Call``,
+    ``Assign`` and ``comprehension`` nodes of a function): a test (under any ``not``, or compared with a bool),
+    an operand of ``and``/``or``, an argument passed as is, a value stored on an attribute."""
+    uses: set[int] = set()
+
+    def test(node: ast.AST) -> None:
+        while type(node) is ast.UnaryOp and type(cast(ast.UnaryOp, node).op) is ast.Not:
+            node = cast(ast.UnaryOp, node).operand
+        if type(node) is ast.Compare:
+            cmp = cast(ast.Compare, node)
+            if len(cmp.ops) == 1 and _bool_constant(cmp.comparators[0]):
+                node = cmp.left
+        uses.add(id(node))
+
+    for node in nodes:
+        kind = type(node)
+        if kind is ast.If or kind is ast.IfExp:
+            test(cast(ast.If, node).test)
+        elif kind is ast.BoolOp:
+            for value in cast(ast.BoolOp, node).values:
+                test(value)
+        elif kind is ast.Call:
+            call = cast(ast.Call, node)
+            uses.update(id(v) for v in call.args)
+            uses.update(id(k.value) for k in call.keywords)
+        elif kind is ast.Assign and all(type(t) is ast.Attribute for t in cast(ast.Assign, node).targets):
+            uses.add(id(cast(ast.Assign, node).value))
+        elif kind is ast.comprehension:
+            for cond in cast(ast.comprehension, node).ifs:
+                test(cond)
+    return uses
 
 
 def _bool_annotation(node: ast.AST | None) -> bool:

@@ -222,7 +222,7 @@ class _Summarizer:
         cold: dict[str, tuple[str, str]] = {}  # callee -> (why, kind) of its first cold call
         warm: set[str] = set()
         # opt-in flags the function may pass on as is: its own, and the `self.x` ones its class's __init__ sets
-        flags = opt_in_flags(info.node, info.own_nodes())
+        flags = opt_in_flags(info.node, info.own_nodes(), info.group("name"), info.group)
         if info.is_method and info.name != "__init__":
             flags = {**flags, **class_flags(self.index, info.owner_class)}
         replays: list[Any] | None = None

@@ -138,7 +138,7 @@ def class_flags(index: ModuleIndex, cls: str | None) -> dict[str, Flag]:
     init = index.class_methods.get(cls, {}).get("__init__")
     if init is None or len(index.class_defs.get(cls, ())) != 1 or "setattr(" in index.source:
         return out
-    flags = opt_in_flags(init.node, init.own_nodes())
+    flags = opt_in_flags(init.node, init.own_nodes(), init.group("name"), init.group)
     if not flags:
         return out
     candidates: dict[str, Flag] = {}
@@ -150,11 +150,13 @@ def class_flags(index: ModuleIndex, cls: str | None) -> dict[str, Flag]:
             candidates[attr] = Flag(f"self.{attr}", flag.param, flag.default, init.qualname)
     if not candidates:
         return out
-    stores: dict[str, int] = {}  # attribute name -> stores anywhere in the module's functions
-    for info in index.functions:
-        for node in info.group("attribute"):
-            if node.attr in candidates and not isinstance(node.ctx, ast.Load):
-                stores[node.attr] = stores.get(node.attr, 0) + 1
+    stores: dict[str, int] | None = index.__dict__.get("_attribute_stores")
+    if stores is None:  # attribute name -> stores anywhere in the module's functions (once per module)
+        stores = index.__dict__["_attribute_stores"] = {}
+        for info in index.functions:
+            for node in info.group("attribute"):
+                if type(node.ctx) is not ast.Load:
+                    stores[node.attr] = stores.get(node.attr, 0) + 1
     for attr, flag in candidates.items():
         if stores.get(attr) == 1:
             out[flag.name] = flag
@@ -236,7 +238,8 @@ class FunctionFacts:
         # lines that run once per key (cached work) or only when an optional argument is omitted
         self.first_use = info.first_use()
         attr_flags = class_flags(index, info.owner_class) if info.is_method and info.name != "__init__" else None
-        self.optional = optional_ranges(info.node, nodes, index.env_switches, info.group("branch"), attr_flags)
+        self.optional = optional_ranges(info.node, nodes, index.env_switches, info.group("branch"), attr_flags,
+                                        info.group("name"), info.group)
         self.prefill = (info.branches(index.prefill, index.mentions_roles, index.prefill_lengths)
                         if index.mentions_prefill or index.mentions_roles else [])
         calls: list[ast.Call] = info.group("call")
