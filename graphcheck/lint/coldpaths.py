@@ -514,9 +514,9 @@ def opt_in_flags(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast
                   names: Sequence[ast.AST] | None = None,
                   group: Callable[[str], Sequence[ast.AST]] | None = None) -> dict[str, Flag]:
     """The opt-in flags of ``fn`` (its own nodes ``nodes``; ``names``: the ``Name`` nodes among them, and
-    ``group``: ``FuncInfo.group``, when the caller has them sorted out): parameters that default to ``False``, or to ``None``/``0`` when annotated
-    ``bool`` or used only as a flag (tested for truth, compared with a bool, passed on as is or stored on an
-    attribute), and that the function never rebinds."""
+    ``group``: ``FuncInfo.group``, when the caller has them sorted out): parameters that default to ``False``,
+    or to ``None``/``0`` when annotated ``bool`` or used only as a flag (tested for truth, compared with a bool,
+    passed on as is or stored on an attribute), and that the function never rebinds."""
     a = fn.args
     if not a.defaults and not a.kw_defaults:
         return {}
@@ -538,12 +538,12 @@ def opt_in_flags(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[ast
     stored: set[str] = set()
     loads: dict[str, list[int]] = {}
     for node in names:
-        name = cast(ast.Name, node)
-        if name.id in candidates:
-            if type(name.ctx) is ast.Load:
-                loads.setdefault(name.id, []).append(id(name))
+        ref = cast(ast.Name, node)
+        if ref.id in candidates:
+            if type(ref.ctx) is ast.Load:
+                loads.setdefault(ref.id, []).append(id(ref))
             else:
-                stored.add(name.id)
+                stored.add(ref.id)
     out = {name: Flag(name, name, shown) for name, (shown, always) in candidates.items()
            if always and name not in stored}
     asked = [name for name, (_shown, always) in candidates.items()
@@ -569,12 +569,10 @@ def _flag_uses(nodes: Sequence[ast.AST]) -> set[int]:
     uses: set[int] = set()
 
     def test(node: ast.AST) -> None:
-        while type(node) is ast.UnaryOp and type(cast(ast.UnaryOp, node).op) is ast.Not:
-            node = cast(ast.UnaryOp, node).operand
-        if type(node) is ast.Compare:
-            cmp = cast(ast.Compare, node)
-            if len(cmp.ops) == 1 and _bool_constant(cmp.comparators[0]):
-                node = cmp.left
+        while isinstance(node, ast.UnaryOp) and type(node.op) is ast.Not:
+            node = node.operand
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and _bool_constant(node.comparators[0]):
+            node = node.left
         uses.add(id(node))
 
     for node in nodes:
