@@ -498,8 +498,8 @@ class _FunctionChecker:
             elif line in cold_lines:
                 findings[index] = dataclasses.replace(
                     finding, severity=Severity.WARNING,
-                    message=f"{finding.message}; it follows from the sync on line {line}, which runs only on a "
-                            f"{cold_lines[line]} path",
+                    message=f"{finding.message}; it follows from the sync on line {line}, which runs only on "
+                            f"{'an' if cold_lines[line][:1] in 'aeiou' else 'a'} {cold_lines[line]} path",
                     evidence={**finding.evidence, "follows": line, "path": cold_lines[line]})
 
     def t(self, node: ast.AST) -> str:

@@ -675,8 +675,9 @@ class FunctionFacts:
             if star is not None and star.annotation is not None:
                 # `*tensors: torch.Tensor` annotates each element: `tensors` is a tuple (`**kw`, a dict) on the host
                 self._add(star.arg, "hostseq")
+        shadowed = _shadowed_by_constants(fn)
         for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
-            if arg.annotation is None:
+            if arg.annotation is None or arg.arg in shadowed:
                 continue
             text = _annotation_text(arg.annotation)
             if names_tensor_type(text) and not _CONTAINER_ANNOTATION.match(_strip_optional(text)):
@@ -706,7 +707,7 @@ class FunctionFacts:
             if "tensor" in kinds:
                 self._typed_tensors.add(target.id)
             if "host" in kinds and target.id not in self.host_origin:
-                self.host_origin[target.id] = self.host_source(value) or value
+                self.host_origin[target.id] = self._own_source(target.id, value)
             if "hostread" in kinds and target.id not in self._baked_origin:
                 self._baked_origin[target.id] = self.baked_source(value) or value
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -738,6 +739,15 @@ class FunctionFacts:
                         self._add(elt.id, "hostval")
                     if "host" in elem_kinds and elt.id not in self.host_origin:
                         self.host_origin[elt.id] = self.host_source(value) or value
+
+    def _own_source(self, name: str, value: ast.expr) -> ast.AST:
+        """Where ``name = value`` gets its host value. ``n = t.max().item() if n is None else n`` names ``n``
+        itself as the host value it reads: the origin is the sync in the value, not the name."""
+        source = self.host_source(value) or value
+        if isinstance(source, ast.Name) and source.id == name:
+            syncs = [n for n in ast.walk(value) if isinstance(n, ast.Call) and self.sync_kind(n) is not None]
+            return syncs[0] if syncs else value
+        return source
 
     def _bind_loop(self, target: ast.AST, iterable: ast.expr) -> None:
         kinds = {"loop"}
@@ -1269,6 +1279,23 @@ def _innermost(ranges: list[Cold], line: int, col: int) -> Cold | None:
         if cold.holds(line, col) and (best is None or cold.end - cold.start <= best.end - best.start):
             best = cold
     return best
+
+
+def _shadowed_by_constants(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Parameters the function's own body sets to a literal (``topk = 2``) at its top level before reading them:
+    whatever the caller passed (a tensor, by the annotation) is never used, so the name holds the literal."""
+    params = {arg.arg for arg in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+    read: set[str] = set()
+    out: set[str] = set()
+    for stmt in fn.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Constant) and not isinstance(stmt.value.value, (bytes, type(...)))):
+            name = stmt.targets[0].id
+            if name in params and name not in read:
+                out.add(name)
+            continue
+        read |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+    return out
 
 
 def _rebinds(block: list[ast.stmt], name: str) -> bool:
