@@ -11,7 +11,8 @@ there. Keys may be spelled with dashes or underscores.
 
 Keys: ``select``, ``ignore`` (codes or prefixes such as ``GC1``),
 ``per-file-ignores`` (glob -> codes), ``exclude`` (globs), ``default-exclude`` and
-``vendor-exclude`` (path-part globs dropped below a linted directory),
+``vendor-exclude`` (path-part globs dropped below a linted directory), ``third-party`` (folders that hold
+copies of other projects),
 ``entry-points`` (qualified names of capture entry points),
 ``custom-op-registrars``, ``host-names``, ``capture-guards``, ``debug-flags``, ``prefill-flags``,
 ``prefill-lengths``, ``data-dependent-ops``, ``eager-functions``, ``harness-functions`` and
@@ -55,6 +56,10 @@ DEFAULT_EXCLUDE = ("tests", "test", "testing", "test_*.py", "*_test.py", "*_test
 DEFAULT_VENDOR_EXCLUDE = ("_aipu", "_arm", "_ascend", "_cambricon", "_enflame", "_iluvatar", "_kunlunxin", "_metax",
                           "_mthreads", "_spacemit", "_sunrise", "_thead", "_tsingmicro", "npu", "xpu", "mlu", "musa",
                           "hpu", "ascend", "*_npu.py", "*_xpu.py", "*_mlu.py", "*_musa.py", "*_hpu.py")
+# Folders that hold copies of other projects (git submodules, vendored libraries: FlashInfer's `3rdparty/cutlass`,
+# an FBGEMM checkout under `3rdparty/`): their code is linted with its own project. A folder of that name that is a
+# Python package (`vllm/third_party/` with an `__init__.py`) is the engine's own adapted code and stays in.
+DEFAULT_THIRD_PARTY = ("3rdparty", "third_party", "thirdparty", "third-party", "3rd_party", "3rd-party")
 DEFAULT_HOST_NAMES = ("*_cpu", "*_np", "*_numpy", "*_host", "*_pinned")
 # Names that say prefill in a branch test (prefill-flags): globs, case-insensitive, on the last part of a name,
 # attribute or call the test reads (`if prefill_meta := m.prefill_metadata:`, `if num_prefills > 0:`,
@@ -128,6 +133,7 @@ class Config:
     capture_guards: tuple[str, ...] = ()  # calls true only during capture (beside is_current_stream_capturing)
     default_exclude: tuple[str, ...] = DEFAULT_EXCLUDE  # dropped under a linted directory, never when named
     vendor_exclude: tuple[str, ...] = DEFAULT_VENDOR_EXCLUDE  # non-CUDA backends, excluded like default-exclude
+    third_party: tuple[str, ...] = DEFAULT_THIRD_PARTY  # folders of other projects' copies (not Python packages)
     debug_flags: tuple[str, ...] = DEFAULT_DEBUG_FLAGS  # globs of flags true only when debugging/checking
     prefill_flags: tuple[str, ...] = DEFAULT_PREFILL_FLAGS  # globs of names a prefill branch's test reads
     prefill_lengths: tuple[str, ...] = DEFAULT_PREFILL_LENGTHS  # globs of query-length names (`q_len > 1`)
@@ -202,8 +208,8 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
 
 # Keys whose value is a list of strings (or one string), stored under the field of the same name.
 _STR_LIST_KEYS = ("entry-points", "custom-op-registrars", "host-names", "capture-guards", "default-exclude",
-                  "vendor-exclude", "debug-flags", "prefill-flags", "prefill-lengths", "data-dependent-ops",
-                  "eager-functions", "harness-functions", "uncaptured-functions")
+                  "vendor-exclude", "third-party", "debug-flags", "prefill-flags", "prefill-lengths",
+                  "data-dependent-ops", "eager-functions", "harness-functions", "uncaptured-functions")
 
 
 def _root_glob(pattern: str) -> str:
@@ -250,7 +256,8 @@ def from_table(table: dict[str, Any], source: Path | None, root: Path) -> Config
                                   f"got {value!r}")
             values["max_file_size"] = value
         else:
-            known = ("select, ignore, per-file-ignores, exclude, default-exclude, vendor-exclude, entry-points, "
+            known = ("select, ignore, per-file-ignores, exclude, default-exclude, vendor-exclude, third-party, "
+                     "entry-points, "
                      "custom-op-registrars, host-names, capture-guards, debug-flags, prefill-flags, "
                      "prefill-lengths, data-dependent-ops, eager-functions, harness-functions, uncaptured-functions, "
                      "fail-on, all-functions, max-file-size")

@@ -231,6 +231,38 @@ def _default_excluded(found: Sequence[files_mod.SourceFile], paths: Sequence[str
     return out
 
 
+def _third_party(found: Sequence[files_mod.SourceFile], paths: Sequence[str | os.PathLike[str]],
+                 patterns: Sequence[str]) -> set[str]:
+    """Files below a linted directory inside a folder named like ``third-party`` (``3rdparty/``,
+    ``third_party/``) that is not a Python package: a copy of another project (a submodule, a vendored
+    library), linted with its own project. A package of that name (``vllm/third_party/__init__.py``) is the
+    engine's own adapted code and stays in; a directory named on the command line is never dropped."""
+    if not patterns:
+        return set()
+    folder_re = files_mod.glob_regex(tuple(patterns))
+    assert folder_re is not None
+    cwd = os.getcwd()
+    dirs = [os.path.normpath(os.path.join(cwd, os.fspath(p))) for p in paths]
+    dirs = [d for d in dirs if os.path.isdir(d)]
+    package: dict[str, bool] = {}
+    out: set[str] = set()
+    for sf in found:
+        best = max((d for d in dirs if sf.path.startswith(d.rstrip(os.sep) + os.sep)), key=len, default=None)
+        if best is None:
+            continue
+        parts = os.path.relpath(sf.path, best).split(os.sep)[:-1]
+        folder = best
+        for part in parts:
+            folder = os.path.join(folder, part)
+            if folder_re.match(part):
+                if folder not in package:
+                    package[folder] = os.path.isfile(os.path.join(folder, "__init__.py"))
+                if not package[folder]:
+                    out.add(sf.path)
+                    break
+    return out
+
+
 def _matches_glob(display: str, abs_path: str, root: str, pattern: str) -> bool:
     import fnmatch
 
@@ -281,6 +313,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
     config = config or Config()
     discovery = files_mod.discover(paths, config)
     excluded = _default_excluded(discovery.files, paths, config.default_exclude + config.vendor_exclude)
+    excluded |= _third_party(discovery.files, paths, config.third_party)
     # a linted tree: its excluded Python files (tests, benchmarks) still refer to launchers (graphcheck.lint.deadcode)
     references = ([sf.path for sf in discovery.files if sf.path in excluded and sf.language == "python"]
                   if any(os.path.isdir(p) for p in paths) else None)

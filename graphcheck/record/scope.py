@@ -202,7 +202,8 @@ def lint_with_map(cmap: CaptureMap, paths: Sequence[str], config: Any, **lint_op
     if not scope.files:
         return LintResult(findings=[], files_checked=0, lines=0, from_cache=0), scope
     # the map says what ran: nothing of it is left out as tests, examples or vendor code
-    config = dataclasses.replace(config, all_functions=True, exclude=(), default_exclude=(), vendor_exclude=())
+    config = dataclasses.replace(config, all_functions=True, exclude=(), default_exclude=(), vendor_exclude=(),
+                                 third_party=())
     tree = [_shown(p) for p in scope.tree(paths)]
     roots = scope.extra_roots()
     result = lint_paths(tree, config, extra_roots=roots, **lint_options)
