@@ -89,8 +89,15 @@ DEFAULT_DATA_DEPENDENT = ("*unique*", "nonzero", "_nonzero*", "nonzero_numpy", "
 DEFAULT_HARNESS = ("test_*", "Test*", "*Test", "*TestCase", "*Tester*", "*Benchmark*", "*Bench", "bench_*",
                    "benchmark*", "run_benchmark*", "run_test*", "profile_*", "timeit", "main", "_main",
                    "*_ref", "ref_*", "*_ref_*", "reference_*", "*_reference", "*Reference*")
+# FlashInfer's plan step, which reads the batch's sequence lengths on the host and copies the metadata it makes to
+# the device once per batch, before the captured run step (`run`/`forward`, C++ `Forward`): Python `plan` and its
+# older name `begin_forward`; the C++ handler's `BeginForward` and `BeginForwardDispatched`, and the functions
+# bound as the op `plan` (`BatchDecodeWithPagedKVCachePlan`, `BatchMLAPagedAttentionPlan`). Part of the
+# eager-functions defaults; a C++ function eager-functions names is a plan step too, and C++ code that only plan
+# steps call runs in the plan step (graphcheck.lint.cpp_callers)
+PLAN_STEP = ("*.plan", "*.begin_forward", "BeginForward*", "Batch*KVCache*Plan*", "Batch*Attention*Plan*")
 DEFAULT_EAGER = ("*.init_forward_metadata", "*.init_forward_metadata_out_graph",
-                 "*MetadataBuilder*.build*", "*.plan", "*prepare_*metadata*", "plan_*metadata*",
+                 "*MetadataBuilder*.build*", *PLAN_STEP, "*prepare_*metadata*", "plan_*metadata*",
                  "compute_block_sparsity", "create_block_mask", "*_cpu", "*init_workspace*", "allocate_*",
                  "get_scheduler_metadata")
 

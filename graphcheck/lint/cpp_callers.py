@@ -74,6 +74,7 @@ _BUILD = "<constructor>"  # first element of a verdict: only class constructors 
 _HARNESS = "<harness>"  # first element of a verdict: bound as an op only test/benchmark files name
 _PROGRAM = "<program>"  # first element of a verdict: only a standalone program's `main` calls the function
 _APP = "<application>"  # first element of a verdict: bound as ops no Python file of an application tree names
+_PLAN = "<plan>"  # first element of a verdict: the function is a plan step, or only plan steps call it
 _SITE = "@"  # a verdict element that is a `main` (`path:line`), not a caller
 _OWN = "="  # a verdict element that is a file calling a same-name function of its own (`path`), not a caller
 _USER = "~"  # a verdict element of an application's op: a test, benchmark or example file naming it (`path`)
@@ -144,6 +145,9 @@ class _CppFile:
         self._entries: set[int] | None = None  # where `main` is written in each `int main(` head
         self._captures: bool | None = None
         self._static_of: dict[int, str | None] = {}  # region start -> its class, for a static member function
+        self._class_at: dict[int, str | None] = {}  # region start -> the class whose body holds the region
+        # name -> {referring function: where it references it}: for the plan-step check (``CallerIndex.plan_only``)
+        self.refs_at: dict[str, dict[str, set[int]]] = {}
         self._directives: tuple[list[int], list[tuple[int, int, str | None]]] | None = None  # see ``_directive``
 
     @property
@@ -235,6 +239,7 @@ class _CppFile:
             if caller == name:
                 return  # a static member function of `name` itself, or a macro expanded in `name`
             out.add(caller)
+            self.refs_at.setdefault(name, {}).setdefault(caller, set()).add(p)
             if caller == "main":
                 self.mains.setdefault(name, set()).add(self._main_site(region))
             timed = self.timed.setdefault(name, {})
@@ -318,31 +323,58 @@ class _CppFile:
         cut = max(head.rfind(";"), head.rfind("}"), head.rfind("{"))
         name_at = head.rfind(region.name or "\0")
         if region.name and re.search(r"\bstatic\b", head[cut + 1 : name_at if name_at > cut else None]):
-            pairs, opens = self._brackets()
-            idx = bisect.bisect_left(opens, region.start) - 1
-            stop = idx - 4096  # bounded, as cpp_rules.constructor_class is
-            while idx >= 0 and idx > stop and pairs.get(opens[idx], -1) < region.start:
-                idx -= 1
-            if idx >= 0 and idx > stop:
-                k = opens[idx]
-                outer = text[max(0, k - 400) : k]
-                outer = outer[max(outer.rfind(";"), outer.rfind("}"), outer.rfind("{")) + 1 :]
-                m = re.search(r"\b(?:class|struct)\b([^:{;<]*)", outer)
-                if m is not None:
-                    words = [w for w in re.findall(r"[A-Za-z_]\w*", re.sub(r"\([^()]*\)", " ", m.group(1)))
-                             if w not in ("final", "alignas")]
-                    found = words[-1] if words else None
+            found = self._class_of(region)
         self._static_of[region.start] = found
         return found
 
+    def _class_of(self, region: Region) -> str | None:
+        """``X`` when ``region`` is defined in the body of ``struct X``/``class X`` (the innermost brace around
+        it opens a class body), else None."""
+        if region.start in self._class_at:
+            return self._class_at[region.start]
+        found = None
+        text = self.text
+        pairs, opens = self._brackets()
+        idx = bisect.bisect_left(opens, region.start) - 1
+        stop = idx - 4096  # bounded, as cpp_rules.constructor_class is
+        while idx >= 0 and idx > stop and pairs.get(opens[idx], -1) < region.start:
+            idx -= 1
+        if idx >= 0 and idx > stop:
+            k = opens[idx]
+            outer = text[max(0, k - 400) : k]
+            outer = outer[max(outer.rfind(";"), outer.rfind("}"), outer.rfind("{")) + 1 :]
+            m = re.search(r"\b(?:class|struct)\b([^:{;<]*)", outer)
+            if m is not None:
+                words = [w for w in re.findall(r"[A-Za-z_]\w*", re.sub(r"\([^()]*\)", " ", m.group(1)))
+                         if w not in ("final", "alignas")]
+                found = words[-1] if words else None
+        self._class_at[region.start] = found
+        return found
+
+    def qualified(self, region: Region) -> str:
+        """``X::f`` for a member function ``f`` defined as ``X::f(...)`` (``X<T>::f``) or in the body of class
+        ``X``; ``f`` for any other function."""
+        name = region.name or ""
+        at = self._head_of(region, name)
+        if at > 0:
+            m = re.search(r"([A-Za-z_]\w*)\s*(?:<[^<>;{}()]*>\s*)?::\s*\Z", self.text[max(0, at - 300) : at])
+            if m is not None:
+                return f"{m.group(1)}::{name}"
+        owner = self._class_of(region)
+        return f"{owner}::{name}" if owner else name
+
     def _bound_op(self, at: int) -> str | None:
-        """The op name a binding statement around ``at`` gives (``ops.impl("name", kCUDA, &f)``), or None."""
+        """The op name a binding statement around ``at`` gives (``ops.impl("name", kCUDA, &f)``), or None. In a
+        chain of methods (``py::class_<W>(m, "W").def("begin_forward", &W::BeginForward)``) it is the name of the
+        ``.def("name", ...)`` whose parenthesis holds ``at``, not the class's."""
         text = self.text
         start = max(text.rfind(";", 0, at), text.rfind("{", 0, at), text.rfind("}", 0, at)) + 1
         end = text.find(";", at)
         if end == -1 or end - start > 2000:
             return None
         m = re.search(r'"\s*(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)', self.source[start:end])
+        if m is not None and _DEF_CALL.search(self.source, start + m.end(), at) is not None:
+            return self._enclosing_def(at) or m.group(1)
         return m.group(1) if m else self._enclosing_def(at)
 
     def _enclosing_def(self, at: int) -> str | None:
@@ -460,8 +492,13 @@ class CallerIndex:
     their C++ readings and Python trees) with another index over the same ``files``."""
 
     def __init__(self, files: Sequence[tuple[str, str]], sources: LintedSources | None = None,
-                 tests: Sequence[str] = ()):
+                 tests: Sequence[str] = (), eager: Sequence[str] = ()):
         self.files = list(files)
+        # ``eager-functions``: a C++ function they name (``BeginForward``, as ``X::f`` matched as ``X.f``) is a plan
+        # step that engines run before the captured replay (``plan_only``)
+        self.eager = tuple(eager)
+        self._eager_rx: Callable[[str], bool] | None = None
+        self._sites: dict[str, dict[str, set[tuple[int, int]]]] = {}  # name -> {caller: {(file, position)}}
         if sources is None or sources.files != self.files:
             sources = LintedSources(self.files)
         # Python files of the tree left out of the lint as tests, benchmarks, examples (``engine``'s default
@@ -576,6 +613,9 @@ class CallerIndex:
                 built = self._built.setdefault(name, {})
                 for caller, all_built in cpp.built.get(bare, {}).items():
                     built[caller] = built.get(caller, True) and all_built
+                sites = self._sites.setdefault(name, {})
+                for caller, at in cpp.refs_at.get(bare, {}).items():
+                    sites.setdefault(caller, set()).update((i, p) for p in at)
                 if _LIVE in out:
                     break
             self._referrers[name] = out
@@ -901,6 +941,80 @@ class CallerIndex:
             sites += below[1]
         return list(dict.fromkeys(followed)), list(dict.fromkeys(sites))
 
+    def _is_eager(self, qualified: str) -> bool:
+        """Whether ``eager-functions`` names the C++ function ``qualified`` (``X::f``, matched as ``X.f``)."""
+        if self._eager_rx is None:
+            from graphcheck.lint.project import ScopeNames
+
+            self._eager_rx = ScopeNames(self.eager).match
+        return self._eager_rx(qualified.replace("::", "."))
+
+    def _plan_steps(self, where: Iterable[tuple[int, int]]) -> list[str] | None:
+        """``qualified|path|line`` of each place in ``where`` (file, position of a reference or a definition head)
+        when every one lies in a function ``eager-functions`` names (a plan step), else None."""
+        out: list[str] = []
+        for i, p in sorted(where):
+            cpp = self._cpp_file(i)
+            region = None if cpp is None else cpp.loc.region(p)
+            if cpp is None or region is None or not region.name:
+                return None
+            qualified = cpp.qualified(region)
+            if not self._is_eager(qualified):
+                return None
+            out.append(f"{qualified}|{self.shown_path(self.files[i][0])}|{cpp.loc.line_col(p)[0]}")
+        return out or None
+
+    def plan_only(self, name: str, depth: int | None = None,
+                  visiting: frozenset[str] = frozenset()) -> list[str] | None:
+        """The plan steps (``qualified|path|line`` of the call) through which every caller chain of ``name``
+        passes: each C++ caller is a function ``eager-functions`` names (FlashInfer's ``BeginForward``) or one only
+        such functions call (followed ``follow`` levels). None when a reference is live, an op binding or Python
+        (``graphcheck.lint.cpp_ops`` asks the Python callers of ops), or when nothing calls it."""
+        if not self.eager:
+            return None
+        if depth is None:
+            depth = self.follow
+        refs = self.referrers(name)
+        if _LIVE in refs:
+            return None
+        callers = sorted(refs - visiting - {name})
+        if not callers:
+            return None
+        out: list[str] = []
+        for caller in callers:
+            if caller.startswith((_OP, _PY)):
+                return None
+            steps = self._plan_steps(self._sites.get(name, {}).get(caller, ()))
+            if steps is None:
+                steps = None if depth <= 0 else self.plan_only(caller, depth - 1, visiting | {name})
+            if steps is None:
+                return None
+            out += steps
+        return list(dict.fromkeys(out))
+
+    def plan_named(self, name: str, path: str) -> list[str] | None:
+        """``qualified|path|line`` of each definition of ``name`` in the C++ file ``path`` when ``eager-functions``
+        names them all (the function is a plan step by its name), else None."""
+        if not self.eager:
+            return None
+        try:
+            d = next(i for i, (p, language) in enumerate(self.files) if p == path and language == "cpp")
+        except StopIteration:
+            return None
+        cpp = self._cpp_file(d)
+        if cpp is None:
+            return None
+        out: list[str] = []
+        for region in cpp.regions:
+            if region.name == name:
+                qualified = cpp.qualified(region)
+                if not self._is_eager(qualified):
+                    return None
+                at = cpp._head_of(region, name)
+                line = cpp.loc.line_col(at if at >= 0 else region.start)[0]
+                out.append(f"{qualified}|{self.shown_path(path)}|{line}")
+        return out or None
+
     def _only_callers(self, name: str, in_role: Callable[[str, str], bool], depth: int | None = None,
                       visiting: frozenset[str] = frozenset()) -> list[str] | None:
         """The C++ callers of ``name`` when each one calls it in the role ``in_role(callee, caller)`` says, or
@@ -1080,6 +1194,20 @@ def _demoted_for(f: Finding, callers: list[str], where: str = "") -> Finding:
                                              **({"test_callers": users} if users else {}),
                                              "caller_check": "tests-only op in an application" if users
                                              else "unnamed op in an application"})
+    if callers and callers[0] == _PLAN:
+        steps = [c.split("|", 2) for c in callers[1:]]
+        shown = ", ".join(f"`{q}` ({p}:{line})" for q, p, line in steps[:3]) + (
+            f", and {len(steps) - 3} more" if len(steps) > 3 else "")
+        one = len(steps) == 1
+        if len(steps) == 1 and steps[0][0].rpartition("::")[2] == name:
+            why = (f"`{steps[0][0]}` is a plan step by its name (eager-functions), which engines run once per batch, "
+                   "before the captured replay")
+        else:
+            why = (f"`{name}` runs only in the plan step{'' if one else 's'} {shown}, which engines run once per "
+                   "batch, before the captured replay (eager-functions)")
+        return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
+                                   evidence={**f.evidence, "callers": [q for q, _p, _l in steps],
+                                             "caller_check": "plan step"})
     if callers and callers[0] == _BUILD:
         builders = callers[1:]
         why = (f"`{name}` is only called from class constructors (or from functions only they call), which build "
@@ -1112,13 +1240,15 @@ def _demoted_for(f: Finding, callers: list[str], where: str = "") -> Finding:
 
 def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
                     cache_dir: Path | None = None, sources: LintedSources | None = None,
-                    app_site: str | None = None, tests: Sequence[str] = ()) -> dict[str, list[Finding]]:
+                    app_site: str | None = None, tests: Sequence[str] = (),
+                    eager: Sequence[str] = ()) -> dict[str, list[Finding]]:
     """``raw`` (findings by file path) with each C++ error in a function nothing in ``files`` calls made a
     warning that says so. ``files`` are ``(path, language)`` of every linted file; ``sources``, if given, their
     bytes shared with the run's other passes over them. ``app_site``: where the linted code captures its own
     graphs (``deadcode.capture_site``), for an application tree: there an op no Python file names is dead.
     ``tests``: the tree's Python files left out of the lint as tests, benchmarks or examples, read only for the
-    ops they name."""
+    ops they name. ``eager``: the ``eager-functions`` globs; a C++ function they name is a plan step, as is code
+    only such functions call."""
     cpp_paths = {path for path, language in files if language == "cpp"}
     wanted = sorted({(path, f.function) for path, found in raw.items() if path in cpp_paths for f in found
                      if f.severity is Severity.ERROR and f.function and not f.code.startswith("GC0")})
@@ -1126,11 +1256,11 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
         return raw
     names = sorted({name for _, name in wanted})
     tests = sorted(tests)
-    key = _digest_of(files, [*names, f"{_APP}{app_site or ''}"], tests)
+    key = _digest_of(files, [*names, f"{_APP}{app_site or ''}", _PLAN + "\0".join(eager)], tests)
     verdicts = _load(cache_dir, key)
     keys = {f"{path}\0{name}" for path, name in wanted}
     if verdicts is None or set(verdicts) != keys:
-        index = CallerIndex(files, sources, tests)
+        index = CallerIndex(files, sources, tests, eager)
         index.app_site = app_site
         verdicts = {}
         found_for: dict[str, list[str] | None] = {}
@@ -1146,6 +1276,9 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
                 verdict = _verdict(index, name, asked)
                 if verdict is not None:
                     verdict = [*verdict, *(_OWN + index.shown_path(index.files[r][0]) for r in others)]
+            if verdict is None:  # a plan step by its name (FlashInfer's `BeginForward`), whoever calls it
+                steps = index.plan_named(name, path)
+                verdict = None if steps is None else [_PLAN, *steps]
             verdicts[f"{path}\0{name}"] = verdict
         _save(cache_dir, key, verdicts)
     out: dict[str, list[Finding]] = {}
@@ -1186,4 +1319,7 @@ def _verdict(index: CallerIndex, name: str, asked: str) -> list[str] | None:
     if verdict is None:
         builders = index.constructor_only(asked)
         verdict = None if builders is None else [_BUILD, *builders]
+    if verdict is None:  # code only plan steps (FlashInfer's `BeginForward`) call
+        steps = index.plan_only(asked)
+        verdict = None if steps is None else [_PLAN, *steps]
     return verdict

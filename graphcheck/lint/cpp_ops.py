@@ -52,6 +52,7 @@ _LOAD_MARK = "\0"  # leads the reason of a cold use in load-time code
 _PREFILL_MARK = "\1"  # leads the reason of a cold use that runs only through prefill
 _TIMING_MARK = "\2"  # leads the reason of a C++ caller whose name says it times kernels (a benchmark)
 _TIMING_WHY = "its name says it times or benchmarks kernels, which engines do not capture"
+_PLAN_MARK = "\3"  # leads the reason of a cold use in a plan step (a function eager-functions names)
 
 
 class _ReachIndex(CallerIndex):
@@ -156,6 +157,8 @@ class _ReachIndex(CallerIndex):
             return cold + _PREFILL_MARK * prefill[1] + prefill[0]
         if rec is not None and (rec[2].get("opens_capture") or dotted in project.parent):
             return _LIVE
+        if project.eager.match(qual):  # FlashInfer's `plan`/`begin_forward`, a metadata builder
+            return cold + _PLAN_MARK + "a plan step (eager-functions), run before the captured replay"
         if rec is None and module in project.summaries:
             return _LIVE  # not a function the index knows: assume the worst
         # no capture reaches it (a file the index never summarized holds nothing capture-reachable)
@@ -176,7 +179,7 @@ class _ReachIndex(CallerIndex):
 
 def _shown(entry: str) -> str:
     _dotted, shown, why = entry.split("|", 2)
-    return f"`{shown}` ({why.lstrip(_LOAD_MARK + _PREFILL_MARK + _TIMING_MARK)})"
+    return f"`{shown}` ({why.lstrip(_LOAD_MARK + _PREFILL_MARK + _TIMING_MARK + _PLAN_MARK)})"
 
 
 def demote_cold_ops(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
@@ -238,6 +241,7 @@ def _demoted(f: Finding, cold: list[str]) -> Finding:
     load_time = all(c.split("|", 2)[2].startswith(_LOAD_MARK) for c in cold)
     marks = [c.split("|", 2)[2][:1] for c in cold]
     prefill = _PREFILL_MARK in marks and all(m in (_PREFILL_MARK, _TIMING_MARK) for m in marks)
+    plan = all(m == _PLAN_MARK for m in marks)
     if load_time:
         why = (f"`{f.function}` is only called at load time: every in-tree Python caller of it (through the op "
                f"bound to it) loads or processes model weights, once, before engines capture: {shown}")
@@ -245,12 +249,18 @@ def _demoted(f: Finding, cold: list[str]) -> Finding:
         why = (f"`{f.function}` runs only for prefill: every in-tree Python caller of it (through the op bound to "
                f"it) calls it only through prefill, which engines do not capture (they capture decode)"
                + (", and its other callers time kernels" if _TIMING_MARK in marks else "") + f": {shown}")
+    elif plan:
+        shown = ", ".join(f"`{c.split('|', 2)[1]}`" for c in cold[:3]) + (
+            f", and {len(cold) - 3} more" if len(cold) > 3 else "")
+        why = (f"`{f.function}` runs only in the plan step: every in-tree Python caller of it (through the op bound "
+               f"to it) is one, which engines run once per batch, before the captured replay (eager-functions): "
+               f"{shown}")
     else:
         why = (f"every in-tree Python caller of `{f.function}` (through the op bound to it) runs off capture: "
                f"{shown}")
     return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
                                evidence={**f.evidence,
                                          "caller_check": ("load time" if load_time else "prefill only" if prefill
-                                                          else "python callers off capture"),
+                                                          else "plan step" if plan else "python callers off capture"),
                                          "python_callers": [c.split("|", 2)[1] for c in cold]})
 

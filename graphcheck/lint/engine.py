@@ -424,7 +424,8 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         sources = LintedSources(linted)  # the tree's bytes, read (if at all) once for the caller passes
         raw = drop_size_queries(raw, linted, sources)  # size queries of a callee defined elsewhere launch nothing
         site = capture_site(project, _top_folder(linted)) if python_files else None  # an application tree
-        raw = demote_uncalled(raw, linted, directory, sources, site, sorted(tests))  # tests: for the ops they name
+        raw = demote_uncalled(raw, linted, directory, sources, site, sorted(tests),  # tests: for the ops they name
+                              config.eager_functions)  # C++ plan steps and code only they call: warnings
         raw = demote_cold_ops(raw, linted, project, sources)  # ops only load-time or uncaptured Python calls: warnings
         raw, _ = demote_unreachable(raw, linted, project, sources)  # no capture reaches the tree's C++: warnings
         raw = demote_unbuilt(raw, linted, paths, directory, sources,  # files no build of the tree compiles
