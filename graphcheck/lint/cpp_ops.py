@@ -15,6 +15,9 @@ A use that runs only through prefill is off capture too, however the function is
 ``if prefill_meta := ...:``; or a non-CUDA platform or timing branch), the function is prefill code by its name
 (``prefill_forward``), or every resolved caller reaches the function only through such a path (``cold_only``).
 When every use is so, the message says the op runs only for prefill and names the branch and the chain.
+A use in a function ``eager-functions`` names (FlashInfer's ``plan``/``begin_forward``, a metadata
+builder) is off capture too: the plan step runs before the captured replay; when every use is one, the message
+says the op runs only in the plan step.
 A use at module or class level, in a string (a JIT source template) or in a file the index did not
 summarize keeps the op live. When every in-tree Python use of every op that reaches a C++ function is off
 capture, the function's errors become warnings naming those callers (GGUF dequantization ops called only by
