@@ -38,8 +38,8 @@ such ``main``s call (followed a few levels), with no binding and no Python use o
 a file on the way begins a stream capture or instantiates a graph (the program may capture what it calls).
 A C++ function ``eager-functions`` names (``X::f`` matched as ``X.f``: FlashInfer's
 ``BatchDecodeHandler::BeginForward``) is a plan step, which engines run once per batch before the captured replay,
-and so is code every caller chain of which passes through one (followed a few levels; a binding or a Python use on the way leaves it to
-``graphcheck.lint.cpp_ops``): their errors are warnings that name the plan step.
+and so is code every caller chain of which passes through one (followed a few levels; a binding or a Python use
+on the way leaves it to ``graphcheck.lint.cpp_ops``): their errors are warnings that name the plan step.
 
 The work is linear in the size of the tree: the functions in question are the few that
 hold error findings (and, a few levels up, their callers); every file is read once and
