@@ -501,7 +501,7 @@ class CallerIndex:
         # ``eager-functions``: a C++ function they name (``BeginForward``, as ``X::f`` matched as ``X.f``) is a plan
         # step that engines run before the captured replay (``plan_only``)
         self.eager = tuple(eager)
-        self._eager_rx: Callable[[str], bool] | None = None
+        self._eager_rx: tuple[Callable[[str], bool], Callable[[str], bool]] | None = None
         self._sites: dict[str, dict[str, set[tuple[int, int]]]] = {}  # name -> {caller: {(file, position)}}
         if sources is None or sources.files != self.files:
             sources = LintedSources(self.files)
@@ -945,13 +945,18 @@ class CallerIndex:
             sites += below[1]
         return list(dict.fromkeys(followed)), list(dict.fromkeys(sites))
 
-    def _is_eager(self, qualified: str) -> bool:
-        """Whether ``eager-functions`` names the C++ function ``qualified`` (``X::f``, matched as ``X.f``)."""
+    def _is_eager(self, qualified: str) -> str | None:
+        """``"plan"`` when a plan-step glob of ``eager-functions`` (``config.PLAN_STEP``: FlashInfer's
+        ``BeginForward``) names the C++ function ``qualified`` (``X::f``, matched as ``X.f``), ``"eager"`` when another
+        of its globs does (``*_cpu``), else None."""
         if self._eager_rx is None:
+            from graphcheck.config import PLAN_STEP
             from graphcheck.lint.project import ScopeNames
 
-            self._eager_rx = ScopeNames(self.eager).match
-        return self._eager_rx(qualified.replace("::", "."))
+            self._eager_rx = (ScopeNames([g for g in self.eager if g in PLAN_STEP]).match, ScopeNames(self.eager).match)
+        dotted = qualified.replace("::", ".")
+        plan, eager = self._eager_rx
+        return "plan" if plan(dotted) else "eager" if eager(dotted) else None
 
     def _plan_steps(self, where: Iterable[tuple[int, int]]) -> list[str] | None:
         """``qualified|path|line`` of each place in ``where`` (file, position of a reference or a definition head)
@@ -963,9 +968,10 @@ class CallerIndex:
             if cpp is None or region is None or not region.name:
                 return None
             qualified = cpp.qualified(region)
-            if not self._is_eager(qualified):
+            kind = self._is_eager(qualified)
+            if kind is None:
                 return None
-            out.append(f"{qualified}|{self.shown_path(self.files[i][0])}|{cpp.loc.line_col(p)[0]}")
+            out.append(f"{qualified}|{self.shown_path(self.files[i][0])}|{cpp.loc.line_col(p)[0]}|{kind}")
         return out or None
 
     def plan_only(self, name: str, depth: int | None = None,
@@ -1012,11 +1018,12 @@ class CallerIndex:
         for region in cpp.regions:
             if region.name == name:
                 qualified = cpp.qualified(region)
-                if not self._is_eager(qualified):
+                kind = self._is_eager(qualified)
+                if kind is None:
                     return None
                 at = cpp._head_of(region, name)
                 line = cpp.loc.line_col(at if at >= 0 else region.start)[0]
-                out.append(f"{qualified}|{self.shown_path(path)}|{line}")
+                out.append(f"{qualified}|{self.shown_path(path)}|{line}|{kind}")
         return out or None
 
     def _only_callers(self, name: str, in_role: Callable[[str, str], bool], depth: int | None = None,
@@ -1199,19 +1206,27 @@ def _demoted_for(f: Finding, callers: list[str], where: str = "") -> Finding:
                                              "caller_check": "tests-only op in an application" if users
                                              else "unnamed op in an application"})
     if callers and callers[0] == _PLAN:
-        steps = [c.split("|", 2) for c in callers[1:]]
-        shown = ", ".join(f"`{q}` ({p}:{line})" for q, p, line in steps[:3]) + (
+        steps = [c.split("|", 3) for c in callers[1:]]
+        plan = all(kind == "plan" for *_, kind in steps)
+        shown = ", ".join(f"`{q}` ({p}:{line})" for q, p, line, _ in steps[:3]) + (
             f", and {len(steps) - 3} more" if len(steps) > 3 else "")
         one = len(steps) == 1
-        if len(steps) == 1 and steps[0][0].rpartition("::")[2] == name:
+        own = one and steps[0][0].rpartition("::")[2] == name
+        if own and plan:
             why = (f"`{steps[0][0]}` is a plan step by its name (eager-functions), which engines run once per batch, "
                    "before the captured replay")
-        else:
+        elif own:
+            why = (f"`{steps[0][0]}` is eager code by its name (eager-functions), which engines run before or outside "
+                   "the captured replay, not under capture")
+        elif plan:
             why = (f"`{name}` runs only in the plan step{'' if one else 's'} {shown}, which engines run once per "
                    "batch, before the captured replay (eager-functions)")
+        else:
+            why = (f"`{name}` runs only in {shown}, which eager-functions names as code engines run before or outside "
+                   "the captured replay, not under capture")
         return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
-                                   evidence={**f.evidence, "callers": [q for q, _p, _l in steps],
-                                             "caller_check": "plan step"})
+                                   evidence={**f.evidence, "callers": [q for q, *_ in steps],
+                                             "caller_check": "plan step" if plan else "eager function"})
     if callers and callers[0] == _BUILD:
         builders = callers[1:]
         why = (f"`{name}` is only called from class constructors (or from functions only they call), which build "

@@ -33,13 +33,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graphcheck.config import UNCAPTURED_GROUPS
+from graphcheck.config import PLAN_STEP, UNCAPTURED_GROUPS
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint.cold_reach import cold_use
 from graphcheck.lint.cpp_callers import _LIVE, _OP, _PY, CallerIndex, LintedSources, timing_function
 from graphcheck.lint.cpp_pyrefs import foreign
 from graphcheck.lint.cpp_rules import is_setup_function
-from graphcheck.lint.project import _uncaptured_why
+from graphcheck.lint.project import ScopeNames, _uncaptured_why
 
 if TYPE_CHECKING:
     from graphcheck.lint.project import ProjectIndex
@@ -66,6 +66,7 @@ class _ReachIndex(CallerIndex):
     def __init__(self, files: Sequence[tuple[str, str]], project: ProjectIndex, sources: LintedSources | None = None):
         super().__init__(files, sources)
         self.project = project
+        self._plan: ScopeNames | None = None  # the plan-step globs of eager-functions
 
     def referrers(self, name: str) -> set[str]:
         if name.startswith(_COLD):
@@ -161,7 +162,11 @@ class _ReachIndex(CallerIndex):
         if rec is not None and (rec[2].get("opens_capture") or dotted in project.parent):
             return _LIVE
         if project.eager.match(qual):  # FlashInfer's `plan`/`begin_forward`, a metadata builder
-            return cold + _PLAN_MARK + "a plan step (eager-functions), run before the captured replay"
+            if self._plan is None:
+                self._plan = ScopeNames([g for g in project.eager.patterns if g in PLAN_STEP])
+            if self._plan.match(qual):
+                return cold + _PLAN_MARK + "a plan step (eager-functions), run before the captured replay"
+            return cold + "eager code (eager-functions), run before or outside the captured replay"
         if rec is None and module in project.summaries:
             return _LIVE  # not a function the index knows: assume the worst
         # no capture reaches it (a file the index never summarized holds nothing capture-reachable)

@@ -193,6 +193,46 @@ def test_eager_functions_without_the_plan_globs_keep_the_errors(tmp_path):
     assert [sev for _, _, sev in in_helpers(rows)] == ["error", "error", "error"]
 
 
+GROUP = """\
+    #include <torch/extension.h>
+    #include <cuda_runtime.h>
+
+    class ProcessGroup {
+     public:
+      void all_gather_cpu(const void* src, void* dst, int64_t n) { all_gather_cpu_by_gpu(src, dst, n); }
+
+     private:
+      void all_gather_cpu_by_gpu(const void* src, void* dst, int64_t n) {
+        cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+        auto buf = torch::empty({n}, torch::dtype(torch::kUInt8).device(torch::kCUDA));
+        cudaMemcpyAsync(buf.data_ptr(), src, n, cudaMemcpyHostToDevice, stream);
+        cudaMemcpyAsync(dst, buf.data_ptr(), n, cudaMemcpyDeviceToHost, stream);
+        cudaStreamSynchronize(stream);
+      }
+    };
+
+    void exchange_ids(ProcessGroup* pg, void* ids, int64_t n) { pg->all_gather_cpu(ids, ids, n); }
+    PYBIND11_MODULE(_shm, m) { m.def("exchange_ids", &exchange_ids); }
+"""
+
+
+def test_code_only_other_eager_functions_call_names_them_as_eager(tmp_path):
+    # flux's `C10dProcessGroup::all_gather_cpu` gathers host data through the GPU (eager-functions `*_cpu`)
+    root = make(tmp_path / "k", {"csrc/shm.cc": GROUP})
+    rows = [r for r in findings(root) if r[2] == "all_gather_cpu_by_gpu"]
+    assert [(code, sev) for _, _, _, code, sev, _ in rows] == [("GC110", "warning")]
+    assert ("(`all_gather_cpu_by_gpu` runs only in `ProcessGroup::all_gather_cpu` (shm.cc:6), which "
+            "eager-functions names as code engines run before or outside the captured replay, not under capture)"
+            ) in rows[0][5]
+    # a per-call caller outside eager-functions keeps the error
+    per_call = GROUP.replace("     private:", "      void all_gather(torch::Tensor x) {\n"
+                             "        all_gather_cpu_by_gpu(x.data_ptr(), x.data_ptr(), x.numel());\n      }\n\n"
+                             "     private:")
+    root = make(tmp_path / "l", {"csrc/shm.cc": per_call})
+    assert [(code, sev) for _, _, fn, code, sev, _ in findings(root) if fn == "all_gather_cpu_by_gpu"] == [
+        ("GC110", "error")]
+
+
 OP = """\
     #include <torch/extension.h>
     #include <cuda_runtime.h>
