@@ -189,3 +189,34 @@ class LintCache:
             self.dirty = False
         except OSError:
             pass  # a read-only tree just runs uncached
+
+
+def read_verdicts(cache_dir: Path | None, name: str, key: str, fits: Any) -> dict[str, Any] | None:
+    """The ``{"key": key, "verdicts": {...}}`` file ``name`` in ``cache_dir`` (a pass's answers, kept beside the
+    lint cache) when its key is ``key`` and every verdict ``fits`` (a predicate); None when missing, corrupt,
+    stale or misshapen: the pass recomputes."""
+    if cache_dir is None:
+        return None
+    try:
+        with open(Path(cache_dir) / name, "rb") as fh:
+            data = json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
+    verdicts = data.get("verdicts") if isinstance(data, dict) and data.get("key") == key else None
+    if isinstance(verdicts, dict) and all(fits(v) for v in verdicts.values()):
+        return verdicts
+    return None
+
+
+def write_verdicts(cache_dir: Path | None, name: str, key: str, verdicts: dict[str, Any]) -> None:
+    """Keep a pass's answers for ``read_verdicts``: written whole, then moved into place; a failure to write
+    is ignored (the next run recomputes)."""
+    if cache_dir is None:
+        return
+    try:
+        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        tmp = Path(cache_dir) / (name + ".tmp")
+        tmp.write_text(json.dumps({"key": key, "verdicts": verdicts}), encoding="utf-8")
+        os.replace(tmp, Path(cache_dir) / name)
+    except OSError:
+        pass

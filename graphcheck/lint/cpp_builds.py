@@ -26,7 +26,6 @@ import ast
 import dataclasses
 import glob as glob_mod
 import hashlib
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphcheck.findings import Finding, Severity
+from graphcheck.lint.cache import read_verdicts, write_verdicts
 
 if TYPE_CHECKING:
     from graphcheck.lint.cpp_callers import LintedSources
@@ -1060,29 +1060,11 @@ def _key(tree: _Tree, candidates: list[str]) -> str:
 
 
 def _load(cache_dir: Path | None, key: str) -> dict[str, str | None] | None:
-    if cache_dir is None:
-        return None
-    try:
-        with open(Path(cache_dir) / _CACHE_FILE, "rb") as fh:
-            data = json.loads(fh.read())
-        verdicts = data.get("verdicts") if isinstance(data, dict) and data.get("key") == key else None
-        if isinstance(verdicts, dict) and all(v is None or isinstance(v, str) for v in verdicts.values()):
-            return verdicts
-    except (OSError, ValueError):
-        return None
-    return None
+    return read_verdicts(cache_dir, _CACHE_FILE, key, lambda v: v is None or isinstance(v, str))
 
 
 def _save(cache_dir: Path | None, key: str, verdicts: dict[str, str | None]) -> None:
-    if cache_dir is None:
-        return
-    try:
-        Path(cache_dir).mkdir(parents=True, exist_ok=True)
-        tmp = Path(cache_dir) / (_CACHE_FILE + ".tmp")
-        tmp.write_text(json.dumps({"key": key, "verdicts": verdicts}), encoding="utf-8")
-        os.replace(tmp, Path(cache_dir) / _CACHE_FILE)
-    except OSError:
-        pass
+    write_verdicts(cache_dir, _CACHE_FILE, key, verdicts)
 
 
 def _is_error(f: Finding) -> bool:

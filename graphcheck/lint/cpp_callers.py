@@ -56,7 +56,6 @@ import ast
 import bisect
 import dataclasses
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -64,6 +63,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphcheck.findings import Finding, Severity
+from graphcheck.lint.cache import read_verdicts, write_verdicts
 from graphcheck.lint.cpp_pyrefs import _LIVE, _PY, PythonRefs, _module_at
 from graphcheck.lint.files import common_folder as files_common
 
@@ -1108,31 +1108,12 @@ def _digest_of(files: Sequence[tuple[str, str]], names: Iterable[str], tests: Se
 
 
 def _load(cache_dir: Path | None, key: str) -> dict[str, list[str] | None] | None:
-    if cache_dir is None:
-        return None
-    try:
-        with open(Path(cache_dir) / _CACHE_FILE, "rb") as fh:
-            data = json.loads(fh.read())
-        if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("verdicts"), dict):
-            verdicts = data["verdicts"]
-            if all(v is None or (isinstance(v, list) and all(isinstance(c, str) for c in v))
-                   for v in verdicts.values()):
-                return verdicts
-    except (OSError, ValueError):  # missing or corrupt: recompute
-        return None
-    return None
+    return read_verdicts(cache_dir, _CACHE_FILE, key,
+                         lambda v: v is None or (isinstance(v, list) and all(isinstance(c, str) for c in v)))
 
 
 def _save(cache_dir: Path | None, key: str, verdicts: dict[str, list[str] | None]) -> None:
-    if cache_dir is None:
-        return
-    try:
-        Path(cache_dir).mkdir(parents=True, exist_ok=True)
-        tmp = Path(cache_dir) / (_CACHE_FILE + ".tmp")
-        tmp.write_text(json.dumps({"key": key, "verdicts": verdicts}), encoding="utf-8")
-        os.replace(tmp, Path(cache_dir) / _CACHE_FILE)
-    except OSError:
-        pass
+    write_verdicts(cache_dir, _CACHE_FILE, key, verdicts)
 
 
 def _nearest_first(sites: list[str], where: str) -> list[str]:
