@@ -974,33 +974,15 @@ class CallerIndex:
             out.append(f"{qualified}|{self.shown_path(self.files[i][0])}|{cpp.loc.line_col(p)[0]}|{kind}")
         return out or None
 
-    def plan_only(self, name: str, depth: int | None = None,
-                  visiting: frozenset[str] = frozenset()) -> list[str] | None:
+    def plan_only(self, name: str) -> list[str] | None:
         """The plan steps (``qualified|path|line`` of the call) through which every caller chain of ``name``
         passes: each C++ caller is a function ``eager-functions`` names (FlashInfer's ``BeginForward``) or one only
         such functions call (followed ``follow`` levels). None when a reference is live, an op binding or Python
         (``graphcheck.lint.cpp_ops`` asks the Python callers of ops), or when nothing calls it."""
         if not self.eager:
             return None
-        if depth is None:
-            depth = self.follow
-        refs = self.referrers(name)
-        if _LIVE in refs:
-            return None
-        callers = sorted(refs - visiting - {name})
-        if not callers:
-            return None
-        out: list[str] = []
-        for caller in callers:
-            if caller.startswith((_OP, _PY)):
-                return None
-            steps = self._plan_steps(self._sites.get(name, {}).get(caller, ()))
-            if steps is None:
-                steps = None if depth <= 0 else self.plan_only(caller, depth - 1, visiting | {name})
-            if steps is None:
-                return None
-            out += steps
-        return list(dict.fromkeys(out))
+        sites = self._sites
+        return self._only_through(name, lambda callee, caller: self._plan_steps(sites.get(callee, {}).get(caller, ())))
 
     def plan_named(self, name: str, path: str) -> list[str] | None:
         """``qualified|path|line`` of each definition of ``name`` in the C++ file ``path`` when ``eager-functions``
@@ -1026,11 +1008,20 @@ class CallerIndex:
                 out.append(f"{qualified}|{self.shown_path(path)}|{line}|{kind}")
         return out or None
 
-    def _only_callers(self, name: str, in_role: Callable[[str, str], bool], depth: int | None = None,
-                      visiting: frozenset[str] = frozenset()) -> list[str] | None:
+    def _only_callers(self, name: str, in_role: Callable[[str, str], bool]) -> list[str] | None:
         """The C++ callers of ``name`` when each one calls it in the role ``in_role(callee, caller)`` says, or
         is itself called only so (followed ``follow`` levels); None when any reference is live, Python or an
         op binding, or when nothing calls it."""
+        if self._only_through(name, lambda callee, caller: [] if in_role(callee, caller) else None) is None:
+            return None
+        return sorted(self.referrers(name) - {name})
+
+    def _only_through(self, name: str, witness: Callable[[str, str], list[str] | None], depth: int | None = None,
+                      visiting: frozenset[str] = frozenset()) -> list[str] | None:
+        """What ``witness(callee, caller)`` says of each C++ caller of ``name`` (None: the caller is not in the
+        role), a caller not in the role answered for by its own callers (followed ``follow`` levels), gathered in
+        order; None when any reference is live, Python or an op binding, when a caller chain leaves the role, or
+        when nothing calls it."""
         if depth is None:
             depth = self.follow
         refs = self.referrers(name)
@@ -1039,14 +1030,17 @@ class CallerIndex:
         callers = sorted(refs - visiting - {name})
         if not callers:
             return None
+        out: list[str] = []
         for caller in callers:
             if caller.startswith((_OP, _PY)):
                 return None
-            if in_role(name, caller):
-                continue
-            if depth <= 0 or self._only_callers(caller, in_role, depth - 1, visiting | {name}) is None:
+            found = witness(name, caller)
+            if found is None:
+                found = None if depth <= 0 else self._only_through(caller, witness, depth - 1, visiting | {name})
+            if found is None:
                 return None
-        return callers
+            out += found
+        return list(dict.fromkeys(out))
 
 
 def _top(files: Sequence[tuple[str, str]], language: str | None = None) -> str:
