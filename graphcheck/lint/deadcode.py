@@ -90,6 +90,12 @@ def capture_site(index: Any, base: str) -> str | None:
     non-CUDA backend and measuring code (a function or file named for benchmarking, profiling, tuning, timing
     or testing: a capture that times a kernel), as ``"`site` at path:line in `qualname`"`` with the path
     below ``base``; None for a kernel library."""
+    return shown_site(first_capture(index), base)
+
+
+def first_capture(index: Any) -> tuple[str, str, int, str] | None:
+    """(site, path, line, qualname) of ``capture_site``'s capture site, to show below any folder
+    (``shown_site``); None when the linted code captures no graph itself."""
     for dotted, (module, qual, rec) in index.funcs.items():
         captures = rec.get("capture")
         path = index.by_module.get(module)
@@ -98,9 +104,16 @@ def capture_site(index: Any, base: str) -> str | None:
         stem = os.path.basename(path).rpartition(".")[0]
         if any(_measures(part) for part in [stem, *qual.split(".")]):
             continue
-        site, line = captures[0][0], captures[0][1]
-        return f"`{site.split(' on line')[0]}` at {_shown(path, base)}:{line} in `{qual}`"
+        return captures[0][0], path, captures[0][1], qual
     return None
+
+
+def shown_site(first: tuple[str, str, int, str] | None, base: str) -> str | None:
+    """``first_capture``'s answer as ``"`site` at path:line in `qualname`"`` with the path below ``base``."""
+    if first is None:
+        return None
+    site, path, line, qual = first
+    return f"`{site.split(' on line')[0]}` at {_shown(path, base)}:{line} in `{qual}`"
 
 
 def _shown(path: str, base: str) -> str:

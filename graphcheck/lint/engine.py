@@ -411,19 +411,23 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
             cache.store(sf.path, res["size"], res["mtime_ns"], res["digest"], res["lines"], stored)
     if cache is not None:
         cache.save()
-    if any(os.path.isdir(p) for p in paths):  # a tree was linted: C++ hazards no capture reaches become warnings
+    folders = [os.path.abspath(p) for p in paths if os.path.isdir(p)]
+    # where a linted tree captures its own graphs: the summary says so, and the C++ passes ask (an application)
+    from graphcheck.lint.deadcode import first_capture, shown_site
+
+    first = first_capture(project) if python_files and folders else None
+    if folders:  # a tree was linted: C++ hazards no capture reaches become warnings
         from graphcheck.lint.cpp_builds import demote_unbuilt
         from graphcheck.lint.cpp_callers import LintedSources, demote_uncalled
         from graphcheck.lint.cpp_callers import _top as _top_folder
         from graphcheck.lint.cpp_capture import demote_unreachable
         from graphcheck.lint.cpp_ops import demote_cold_ops
         from graphcheck.lint.cpp_queries import drop_size_queries
-        from graphcheck.lint.deadcode import capture_site
 
         linted = [(sf.path, sf.language) for sf in discovery.files]
         sources = LintedSources(linted)  # the tree's bytes, read (if at all) once for the caller passes
         raw = drop_size_queries(raw, linted, sources)  # size queries of a callee defined elsewhere launch nothing
-        site = capture_site(project, _top_folder(linted)) if python_files else None  # an application tree
+        site = shown_site(first, _top_folder(linted))  # an application tree
         raw = demote_uncalled(raw, linted, directory, sources, site, sorted(tests),  # tests: for the ops they name
                               config.eager_functions)  # C++ plan steps and code only they call: warnings
         raw = demote_cold_ops(raw, linted, project, sources)  # ops only load-time or uncaptured Python calls: warnings
@@ -448,12 +452,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
     # GC002/GC003 for a file it could not read or check are marked here, from the file on disk
     findings = [expectations.mark_expected([f])[0] if f.code in _UNLINTED else f for f in findings]
     in_scope, not_reachable = project.counts()
-    own_capture = None
-    folders = [os.path.abspath(p) for p in paths if os.path.isdir(p)]
-    if python_files and folders:
-        from graphcheck.lint.deadcode import capture_site as _capture_site
-
-        own_capture = _capture_site(project, os.path.commonpath(folders)) or ""
+    own_capture = (shown_site(first, os.path.commonpath(folders)) or "") if python_files and folders else None
     return LintResult(findings=findings, files_checked=len(discovery.files), lines=lines, from_cache=from_cache,
                       seconds=time.perf_counter() - started, skipped=discovery.skipped,
                       functions_in_scope=in_scope, functions_skipped=0 if config.all_functions else not_reachable,
