@@ -219,16 +219,18 @@ def _default_excluded(found: Sequence[files_mod.SourceFile], paths: Sequence[str
     for sf in found:
         if sf.path in named:
             continue
-        best = None
-        for root in dirs:  # the deepest named directory holding the file
-            if sf.path.startswith(root.rstrip(os.sep) + os.sep) and (best is None or len(root) > len(best)):
-                best = root
+        best = _deepest_root(sf.path, dirs)
         if best is None or best in asked:
             continue
         parts = os.path.relpath(sf.path, best).split(os.sep)
         if any(excluded_part.match(part) for part in parts):
             out.add(sf.path)
     return out
+
+
+def _deepest_root(path: str, dirs: Sequence[str]) -> str | None:
+    """The deepest of the named directories ``dirs`` that holds ``path``, or None."""
+    return max((d for d in dirs if path.startswith(d.rstrip(os.sep) + os.sep)), key=len, default=None)
 
 
 def _third_party(found: Sequence[files_mod.SourceFile], paths: Sequence[str | os.PathLike[str]],
@@ -247,7 +249,7 @@ def _third_party(found: Sequence[files_mod.SourceFile], paths: Sequence[str | os
     package: dict[str, bool] = {}
     out: set[str] = set()
     for sf in found:
-        best = max((d for d in dirs if sf.path.startswith(d.rstrip(os.sep) + os.sep)), key=len, default=None)
+        best = _deepest_root(sf.path, dirs)
         if best is None:
             continue
         parts = os.path.relpath(sf.path, best).split(os.sep)[:-1]
