@@ -94,8 +94,9 @@ def capture_note(site: str) -> str:
     research code run eagerly) are hazards for the engine that captures its ops, which the reader should know."""
     if site:
         return f"captures its own graphs: {site}"
-    return ("captures no graph itself (no `torch.cuda.graph`, `capture_begin` or `make_graphed_callables` outside "
-            "tests and benchmarks): errors are hazards for an engine that captures this code")
+    return ("captures no graph itself (no `torch.cuda.graph`, `capture_begin`, `cudaStreamBeginCapture` or "
+            "`make_graphed_callables` outside tests and benchmarks): errors are hazards for an engine that captures "
+            "this code")
 
 
 def run(args: argparse.Namespace) -> int:

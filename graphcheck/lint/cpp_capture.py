@@ -118,6 +118,43 @@ def tree_facts(paths: Sequence[str], sources: LintedSources | None = None) -> Tr
     return facts
 
 
+_BEGIN = re.compile(r"(?:\.|->)\s*capture_begin\s*\(|\b(?:cudaStreamBeginCapture\w*|cuStreamBeginCapture\w*)\s*\(")
+_BEGIN_BYTES = (b"capture_begin", b"BeginCapture")
+
+
+def first_begin(paths: Sequence[str], sources: LintedSources | None = None) -> tuple[str, str, int, str] | None:
+    """(site, path, line, function) of the first capture the C++ ``paths`` begin themselves
+    (``graph.capture_begin(...)`` on an ``at::cuda::CUDAGraph``, ``cudaStreamBeginCapture``): a C++ engine
+    that captures its own graphs (``deadcode.first_capture`` finds the Python ones). Test and benchmark
+    programs (a ``main``) do not count. None when there is none."""
+    from graphcheck.lint import cpp_rules
+    from graphcheck.lint.files import decode
+
+    for path in paths:
+        try:
+            if sources is not None:
+                data = sources.read(path)
+            else:
+                with open(path, "rb") as fh:
+                    data = fh.read(_MAX_FILE)
+        except OSError:
+            continue
+        if not any(w in data for w in _BEGIN_BYTES):
+            continue
+        try:
+            source = decode(data, "cpp").replace("\r\n", "\n").replace("\r", "\n")
+        except (UnicodeDecodeError, LookupError, SyntaxError):
+            continue
+        text, _ = cpp_rules.blank(source)
+        m = _BEGIN.search(text)
+        if m is None or cpp_rules.is_program(text, path):
+            continue
+        region = next((r for r in cpp_rules.function_regions(text) if r.start <= m.start() < r.end and r.name), None)
+        word = m.group().lstrip(".->").split("(")[0].strip()
+        return word, path, _line(text, m.start()), region.name if region is not None and region.name else "file scope"
+    return None
+
+
 def _reason(facts: TreeFacts) -> str:
     base = ("no capture can reach it: this tree's C++ never captures a CUDA graph or checks for one, and "
             "does not use PyTorch or TVM-FFI (no torch op, not on PyTorch's stream)")

@@ -454,7 +454,16 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
     # GC002/GC003 for a file it could not read or check are marked here, from the file on disk
     findings = [expectations.mark_expected([f])[0] if f.code in _UNLINTED else f for f in findings]
     in_scope, not_reachable = project.counts()
-    own_capture = (shown_site(first, os.path.commonpath(folders)) or "") if python_files and folders else None
+    own_capture: str | None = None  # what the summary says of the tree's own capture (a single file: nothing)
+    if folders:
+        own_capture = shown_site(first, os.path.commonpath(folders)) or ""
+        cpp_paths = [sf.path for sf in discovery.files if sf.language == "cpp"]
+        if not own_capture and cpp_paths:  # a C++ engine that begins its captures itself
+            from graphcheck.lint.cpp_capture import first_begin
+
+            own_capture = shown_site(first_begin(cpp_paths, sources), os.path.commonpath(folders)) or ""
+        if not (python_files or cpp_paths):
+            own_capture = None
     return LintResult(findings=findings, files_checked=len(discovery.files), lines=lines, from_cache=from_cache,
                       seconds=time.perf_counter() - started, skipped=discovery.skipped,
                       functions_in_scope=in_scope, functions_skipped=0 if config.all_functions else not_reachable,

@@ -87,3 +87,45 @@ def test_the_result_carries_the_site(tmp_path, monkeypatch):
     (tmp_path / "lib").mkdir()
     monkeypatch.chdir(_tree(tmp_path / "lib"))
     assert lint_paths(["."], Config(), use_cache=False, jobs=1).capture_site == ""
+
+
+RUNNER_CPP = textwrap.dedent('''
+    #include <ATen/cuda/CUDAGraph.h>
+
+    void Runner::capture_step(Model& model, at::Tensor x) {
+      graph_ = std::make_unique<at::cuda::CUDAGraph>();
+      graph_->capture_begin();
+      out_ = model.forward(x);
+      graph_->capture_end();
+    }
+''')
+
+
+def test_a_cpp_engine_that_begins_its_own_capture_is_named(tmp_path, monkeypatch, capsys):
+    """No Python capture, but the C++ begins one itself (an engine whose runner is C++)."""
+    tree = _tree(tmp_path)
+    (tree / "csrc").mkdir()
+    (tree / "csrc" / "runner.cpp").write_text(RUNNER_CPP)
+    monkeypatch.chdir(tree)
+    main(["lint", ".", "--no-cache"])
+    out = capsys.readouterr().out
+    assert "captures its own graphs: `capture_begin` at csrc/runner.cpp:6 in `capture_step`" in out
+    assert "captures no graph itself" not in out
+
+
+def test_a_cpp_test_program_that_captures_is_not_the_trees_own(tmp_path, monkeypatch, capsys):
+    tree = _tree(tmp_path)
+    (tree / "csrc").mkdir()
+    (tree / "csrc" / "graph_check.cu").write_text(
+        RUNNER_CPP + "\nint main() {\n  cudaStream_t s;\n  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);\n"
+        "  return 0;\n}\n")
+    monkeypatch.chdir(tree)
+    main(["lint", ".", "--no-cache"])
+    assert "captures no graph itself" in capsys.readouterr().out
+
+
+def test_a_cpp_only_tree_gets_the_note(tmp_path, monkeypatch, capsys):
+    (tmp_path / "runner.cpp").write_text(RUNNER_CPP)
+    monkeypatch.chdir(tmp_path)
+    main(["lint", ".", "--no-cache"])
+    assert "captures its own graphs: `capture_begin` at runner.cpp:6" in capsys.readouterr().out
