@@ -112,6 +112,10 @@ def paged_variants(batch: int, next_n: int, blocks: int, sms: int, default) -> l
         out += [("tma keys", rep(default, tma=keys))]
     out.append(("shipped (again)", default))
     return out
+    # Run kern-s11-1 (copies of the kernel, docs/gpu-runs/2026-12-02-kern-s11-1/gen_variants.py): tl.range(...,
+    # warp_specialize=True) fails Triton 3.6's Hopper pass unless the query tiles come through TMA, and then both
+    # consumer warpgroups run every 64-key tile (wrong at 5 stages, 3x slower at 3); loop_unroll_factor=2 13-35%
+    # slower; disallow_acc_multi_buffer builds the same binary.
     # Earlier candidates, no longer timed. Run s4-4: the head dot (bf16, bf16w2, four stages, 8 and 32 per SM, one
     # dot over both rows; next_n = 1 also split_rows). Runs s4-2/s4-3: a persistent grid (PagedConfig.persistent, e.g.
     # rows=2 split_rows persistent=5 maxnreg=96, fill first or not; rows=1 persistent=6 maxnreg=80 or 5):
@@ -269,6 +273,10 @@ def sweep_merge(spec: dict, bw_gbs: float, rows_out: list) -> None:
         # loop, config[6:8] = iters, stages, removed after the run): programs of 4 rows / 1 warp looping over 2,
         # 4, 8, 16 row groups (1024-128 programs) 4.24-10.3 µs, 8 rows / 1 warp x2 4.51, 8 rows / 2 warps 4.13
         # (x2: 4.33), 16 rows / 4 warps 4.14 (x2: 4.42), against 3.08 / 3.03 for the shipped launch.
+        # Runs kern-s11-1..3 (merge_var.py / candidate.patch in docs/gpu-runs/2026-12-02-kern-s11-*): programs
+        # streaming 2-8 row groups (register double buffering) 3.42-7.97 us, cache hints 3.14, the PDL trigger
+        # before the wait 3.66; four warps of two rows per warp 2.96-2.98 in a copy, 3.01-3.05 as the shipped
+        # kernel's default (candidate, not shipped) against 3.05-3.10 for the one-warp launch.
         shapes = [("shipped pdl", shipped)]
         cands = list(shapes) + [("shipped pdl (again)", shipped)]
         per_graph = 100 if n <= 4096 else 20
