@@ -78,7 +78,10 @@ def _round_to_e4m3(x):
     q = tl.abs(x) * up  # q < 16: rounding it to an integer rounds |x| to the e4m3 grid
     q = (q + 12582912.0) - 12582912.0  # 1.5 * 2**23: fp32 addition rounds to an integer, ties to even
     r = q * down
-    return tl.where(bits < 0, -r, r)  # sign from the bit, so -0.0 stays -0.0
+    # the sign bit is put back with integer ops: a float select of -r and r may be folded (no signed zeros)
+    # and lose -0.0 on the GPU
+    sign = (bits >> 31) << 31  # 0x80000000 for a negative x (-0.0 included), else 0
+    return (r.to(tl.int32, bitcast=True) | sign).to(tl.float32, bitcast=True)
 
 
 @triton.jit(do_not_specialize=["limit_value"])
