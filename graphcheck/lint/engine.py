@@ -423,6 +423,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         from graphcheck.lint.cpp_callers import LintedSources, demote_uncalled
         from graphcheck.lint.cpp_callers import _top as _top_folder
         from graphcheck.lint.cpp_capture import demote_unreachable
+        from graphcheck.lint.cpp_flags import demote_opt_in
         from graphcheck.lint.cpp_ops import demote_cold_ops
         from graphcheck.lint.cpp_queries import drop_size_queries
 
@@ -433,6 +434,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         raw = demote_uncalled(raw, linted, directory, sources, site, sorted(tests),  # tests: for the ops they name
                               config.eager_functions)  # C++ plan steps and code only they call: warnings
         raw = demote_cold_ops(raw, linted, project, sources)  # ops only load-time or uncaptured Python calls: warnings
+        raw = demote_opt_in(raw, linted, sources, sorted(tests))  # syncs under a bool flag no caller turns on
         raw, _ = demote_unreachable(raw, linted, project, sources)  # no capture reaches the tree's C++: warnings
         raw = demote_unbuilt(raw, linted, paths, directory, sources,  # files no build of the tree compiles
                              cache_mod.cache_dir(config.root))
