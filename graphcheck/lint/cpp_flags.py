@@ -227,9 +227,8 @@ class _FlagIndex:
         default_off = bool(defaults)
         fewest = sum(1 for j in range(len(params)) if not any(sig[j][2] is not None for sig in sigs))
         result = _Off()
-        if default_off and depth:
-            result.defaults.append(f"the default of `{name}`")
-        used_default = False
+        if default_off:  # ("": the function's own default, not shown)
+            result.defaults.append(f"the default of `{name}`" if depth else "")
         sites = 0
         for i in self.index._mentions(name):
             if self.files[i][1] != "cpp":
@@ -261,7 +260,6 @@ class _FlagIndex:
                     if len(args) <= k:
                         if not default_off:
                             return _On()
-                        used_default = True
                         continue
                     arg = args[k]
                     if arg in _OFF:
@@ -290,10 +288,8 @@ class _FlagIndex:
                     return found
                 sites += 1
                 result.defaults += found.defaults
-        if sites == 0 and not default_off:
-            return _On()  # nothing passes it: not known to be off
-        if used_default and not default_off:
-            return _On()
+        if sites == 0:
+            return _On()  # no resolved caller: what keeps it live (a Python name, an export) is not known
         return result
 
     def _binding(self, cpp: _CppFile, p: int) -> tuple[str, list[tuple[int, int]]] | None:
@@ -316,8 +312,9 @@ class _FlagIndex:
                     j -= 1
                 continue
             break
-        if j < 0 or text[j] != "&" or (j >= 1 and text[j - 1] == "&"):
-            return None
+        torch_fn = j >= 0 and text[j] == "(" and re.search(r"\bTORCH_FN\s*$", text[max(0, j - 20) : j]) is not None
+        if not torch_fn and (j < 0 or text[j] != "&" or (j >= 1 and text[j - 1] == "&")):
+            return None  # not `&f`, `&X::f`, `TORCH_FN(f)`
         pairs, _ = cpp._brackets()
         for m in reversed(list(_DEF_CALL.finditer(cpp.source, max(0, p - 4000), p))):
             open_at = m.start(1)
@@ -555,7 +552,7 @@ def _split_args(text: str, open_at: int, close: int, pairs: dict[int, int]) -> l
 def _message(f: Finding, flag: str, off: _Off) -> Finding:
     """``f`` made a warning: it runs only when the opt-in ``flag`` is on, and ``off`` says no caller turns it on."""
     home = os.path.splitext(os.path.basename(f.path))[0]
-    defaults = sorted(dict.fromkeys(off.defaults), key=lambda d: home not in d)  # the binding of this file first
+    defaults = sorted(dict.fromkeys(d for d in off.defaults if d), key=lambda d: home not in d)  # this file's first
     passed = list(dict.fromkeys(off.passed))
     said = []
     if passed:
@@ -564,8 +561,12 @@ def _message(f: Finding, flag: str, off: _Off) -> Finding:
     if defaults:
         said.append(defaults[0] + (f" and {len(defaults) - 1} more" if len(defaults) > 1 else ""))
     source = (": " + ", ".join(said)) if said else ""
-    why = (f"it runs only when `{flag}=true` (default false{source}): an opt-in flag, off under default capture; "
-           "no caller in the tree turns it on")
+    if off.defaults:
+        why = (f"it runs only when `{flag}=true` (default false{source}): an opt-in flag, off under default capture; "
+               "no caller in the tree turns it on")
+    else:  # no default: every caller passes false
+        why = (f"it runs only when `{flag}=true` ({source[2:] + '; ' if source else ''}every caller in the tree passes "
+               "false): an opt-in flag, off under default capture; no caller in the tree turns it on")
     return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message}; {why}",
                                evidence={**f.evidence, "path": "optional argument", "flag": flag,
                                          "caller_check": "opt-in flag"})
@@ -597,7 +598,7 @@ def demote_opt_in(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]
             k = next((k for k, (decl, n, _) in enumerate(params) if n == name and _bool_param(decl)), None)
             if k is None or _assigned(cpp.text[region.start : region.end], name):
                 continue
-            verdict = index.off(f.function, params, k)
+            verdict = index.off(f.function or "", params, k)
             if isinstance(verdict, _Off):
                 changed[id(f)] = _message(f, name, verdict)
                 break

@@ -179,3 +179,54 @@ def test_a_parameter_no_default_turns_off_stays_an_error(tmp_path):
     # a default that turns it on, and a sync not under the flag
     assert [sev for _, sev, _ in step_rows(tmp_path / "p", default=" = true")] == ["error"]
     assert [sev for _, sev, _ in step_rows(tmp_path / "q", sync="cudaDeviceSynchronize();")] == ["error"]
+
+
+LIBRARY = """\
+    #include <torch/library.h>
+    #include <cuda_runtime.h>
+
+    __global__ void step_kernel(int* o) {}
+
+    void step(torch::Tensor x, bool sync) {
+      step_kernel<<<1, 1, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<int>());
+      if (sync) {
+        cudaDeviceSynchronize();
+      }
+    }
+
+    TORCH_LIBRARY(myops, m) {
+      m.def("step(Tensor x, bool sync=False) -> ()");
+    }
+    TORCH_LIBRARY_IMPL(myops, CUDA, m) {
+      m.impl("step", &step);
+    }
+"""
+LIBRARY_PY = """\
+    import torch
+
+
+    class Layer(torch.nn.Module):
+        def forward(self, x):
+            torch.ops.myops.step({args})
+            return x
+"""
+
+
+def test_a_torch_library_schema_default_counts(tmp_path):
+    def sev(sub: str, args: str, lib: str = LIBRARY) -> list[str]:
+        root = make(tmp_path / sub, {"pkg/csrc/ops.cu": lib, "pkg/layer.py": LIBRARY_PY.format(args=args),
+                                     "pkg/__init__.py": ""})
+        return [s for _, _, s, _ in rows(root)]
+
+    assert sev("r", "x") == ["warning"]
+    assert sev("s", "x, True") == ["error"]
+    assert sev("t", "x, sync=False") == ["warning"]
+    # a schema without the default: every call passes it
+    assert sev("u", "x, x.is_cuda", LIBRARY.replace("sync=False", "sync")) == ["error"]
+    assert sev("v", "x, False", LIBRARY.replace("sync=False", "sync").replace("&step", "TORCH_FN(step)")) == [
+        "warning"]
+    msg = [m for _, _, _, m in rows(tmp_path / "v")][0]
+    assert msg.endswith("; it runs only when `sync=true` (every caller in the tree passes false): an opt-in flag, "
+                        "off under default capture; no caller in the tree turns it on")
+    msg = [m for _, _, _, m in rows(tmp_path / "r")][0]
+    assert "; it runs only when `sync=true` (default false: bound with `sync=False` in the schema of op `step`)" in msg
