@@ -1176,6 +1176,8 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
     Work is linear in the size of the source: every scan either runs once over the
     text or is bounded by a constant, and brackets are matched once up front.
     """
+    from graphcheck.lint import cpp_driver  # it reads this module's bracket helpers
+
     if not any(word in source for word in _PREFILTER):
         return []
     text, _ = blank(source)
@@ -1300,11 +1302,33 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
         op_regions[region] = result
         return result
 
+    # a function that begins and ends a capture itself (a capture driver): what lies between is captured, what
+    # lies before the begin or after the end is not (graphcheck.lint.cpp_driver)
+    drives = "capture_begin" in text or "BeginCapture" in text
+    spans: dict[Region, cpp_driver.CaptureSpan | None] = {}
+
+    def capture_place(region: Region | None, pos: int) -> tuple[str | None, cpp_driver.CaptureSpan | None]:
+        """("inside"/"outside", the span) when ``region`` drives a capture and ``pos`` is plainly in or out of
+        it; (None, None) otherwise."""
+        if not drives or region is None:
+            return None, None
+        if region not in spans:
+            spans[region] = cpp_driver.capture_span(text, region, pairs, opens)
+        span = spans[region]
+        if span is None:
+            return None, None
+        return cpp_driver.where(span, text, pos, pairs, opens, region.start), span
+
     # 3. host syncs and allocation on the capture path
     for rx, code in ((_SYNC, "GC110"), (_BLOCKING_COPY, "GC110"), (_MALLOC, "GC303")):
         for m in _finditer(rx, text):
             region = loc.region(m.start())
-            if code == "GC303":
+            place, driven = capture_place(region, m.start())
+            if place == "outside":
+                continue  # the driver's own barrier before the begin or after the end: never captured
+            if place == "inside":
+                pass  # captured, whatever the function's name or parameters say
+            elif code == "GC303":
                 if region is None or region not in launch_regions or setup(region):
                     continue
             elif not on_capture_path(region):
@@ -1314,6 +1338,17 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             assert region is not None
             group = next(g for g in range(1, rx.groups + 1) if m.group(g))
             call = m.group(group)
+            if driven is not None:
+                begin_line = loc.line_col(driven.begin)[0]
+                where = (f"the capture that `{region.name}` begins at line {begin_line} "
+                         f"(`{driven.call}(...)`) and ends at line {loc.line_col(driven.end)[0]}")
+                evidence = {"capture_begin_line": begin_line}
+                msg = {"GC303": f"`{call}` allocates or frees device memory inside {where}",
+                       "copy": f"`{call}` is a blocking copy (it waits for the device, on the legacy stream) "
+                       f"inside {where}",
+                       "GC110": f"`{call}` synchronizes inside {where}"}["copy" if rx is _BLOCKING_COPY else code]
+                add(code, msg, m.start(group), region.name, call=call, **evidence)
+                continue
             where = "which launches kernels" if region in launch_regions else "which runs on the op's stream"
             if code == "GC303":
                 msg = f"`{call}` allocates or frees device memory inside `{region.name}`, which launches kernels"
@@ -1371,6 +1406,9 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             joined[region] = _JOIN.search(text, region.start, region.end) is not None
         if joined[region]:
             continue
+        if drives and cpp_driver.capture_stream(text, m, region, pairs, opens,
+                                                _name_positions(text, region, names)) is not None:
+            continue  # made current and captured on: the capture stream itself, not a side stream
         message = (f"a side stream from `getStreamFromPool()` in `{region.name}` is never joined back to the "
                    "current stream (no event wait or block on it)")
         count = len(findings)
@@ -1388,8 +1426,10 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
     host_buffers: dict[tuple[Region, str], str | None] = {}
     for m in _finditer(_MEMCPY_ASYNC, text):
         region = loc.region(m.start())
-        if region is None or not on_capture_path(region) or guarded(m.start()):
+        place, _ = capture_place(region, m.start())
+        if place == "outside" or (place is None and not on_capture_path(region)) or guarded(m.start()):
             continue
+        assert region is not None
         open_paren = m.end() - 1
         close = pairs.get(open_paren, -1)
         if close < 0:
