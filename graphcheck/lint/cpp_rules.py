@@ -20,7 +20,8 @@ copy; each ``#define`` body is a region of its own.
   copies (``cudaMemcpy``...) on the capture path: in a function that launches
   kernels, or in an op or launcher that works on a stream (takes a
   ``cudaStream_t``, a tensor, or gets the current stream).
-- GC202: a ``getStreamFromPool()`` side stream never joined back in its function.
+- GC202: a ``getStreamFromPool()`` side stream never joined back in its function (not the capture stream
+  of a capture driver, made current and captured on).
 - GC301: ``cudaMemcpyAsync`` host-to-device from pageable memory (a local or
   static variable, a local array, a ``std::vector``, ``new``/``malloc``).
 - GC303: ``cudaMalloc``/``cudaFree`` and friends in a function that launches
@@ -29,7 +30,8 @@ copy; each ``#define`` body is a region of its own.
 Off the capture path, nothing is flagged: setup and load-time functions (by
 name), branches the code keeps off the graph (``else`` of ``if (use_cuda_graph)``,
 one-time ``static`` initialization), functions that check the capture status
-themselves, and standalone programs (``main()``, ``*_test.cu``) that never
+themselves, a capture driver's code before its begin or after its end
+(``graphcheck.lint.cpp_driver``), and standalone programs (``main()``, ``*_test.cu``) that never
 capture. Every scan is linear in the file size: brackets are matched once, launch
 scans never overlap, and look-backs are bounded.
 """
@@ -1304,20 +1306,15 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
 
     # a function that begins and ends a capture itself (a capture driver): what lies between is captured, what
     # lies before the begin or after the end is not (graphcheck.lint.cpp_driver)
-    drives = "capture_begin" in text or "BeginCapture" in text
-    spans: dict[Region, cpp_driver.CaptureSpan | None] = {}
+    drivers = cpp_driver.Drivers(text, pairs, opens) if "capture_begin" in text or "BeginCapture" in text else None
 
     def capture_place(region: Region | None, pos: int) -> tuple[str | None, cpp_driver.CaptureSpan | None]:
         """("inside"/"outside", the span) when ``region`` drives a capture and ``pos`` is plainly in or out of
         it; (None, None) otherwise."""
-        if not drives or region is None:
-            return None, None
-        if region not in spans:
-            spans[region] = cpp_driver.capture_span(text, region, pairs, opens)
-        span = spans[region]
+        span = drivers.span(region) if drivers is not None and region is not None else None
         if span is None:
             return None, None
-        return cpp_driver.where(span, text, pos, pairs, opens, region.start), span
+        return cpp_driver.where(span, pos), span
 
     # 3. host syncs and allocation on the capture path
     for rx, code in ((_SYNC, "GC110"), (_BLOCKING_COPY, "GC110"), (_MALLOC, "GC303")):
@@ -1326,7 +1323,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             place, driven = capture_place(region, m.start())
             if place == "outside":
                 continue  # the driver's own barrier before the begin or after the end: never captured
-            if place == "inside":
+            if place == "inside" and driven is not None and driven.plain:
                 pass  # captured, whatever the function's name or parameters say
             elif code == "GC303":
                 if region is None or region not in launch_regions or setup(region):
@@ -1338,7 +1335,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             assert region is not None
             group = next(g for g in range(1, rx.groups + 1) if m.group(g))
             call = m.group(group)
-            if driven is not None:
+            if place == "inside" and driven is not None:
                 begin_line = loc.line_col(driven.begin)[0]
                 where = (f"the capture that `{region.name}` begins at line {begin_line} "
                          f"(`{driven.call}(...)`) and ends at line {loc.line_col(driven.end)[0]}")
@@ -1406,8 +1403,7 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             joined[region] = _JOIN.search(text, region.start, region.end) is not None
         if joined[region]:
             continue
-        if drives and cpp_driver.capture_stream(text, m, region, pairs, opens,
-                                                _name_positions(text, region, names)) is not None:
+        if drivers is not None and drivers.capture_stream(m, region, _name_positions(text, region, names)) is not None:
             continue  # made current and captured on: the capture stream itself, not a side stream
         message = (f"a side stream from `getStreamFromPool()` in `{region.name}` is never joined back to the "
                    "current stream (no event wait or block on it)")
@@ -1426,8 +1422,9 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
     host_buffers: dict[tuple[Region, str], str | None] = {}
     for m in _finditer(_MEMCPY_ASYNC, text):
         region = loc.region(m.start())
-        place, _ = capture_place(region, m.start())
-        if place == "outside" or (place is None and not on_capture_path(region)) or guarded(m.start()):
+        place, driven = capture_place(region, m.start())
+        forced = place == "inside" and driven is not None and driven.plain
+        if place == "outside" or (not forced and not on_capture_path(region)) or guarded(m.start()):
             continue
         assert region is not None
         open_paren = m.end() - 1

@@ -67,6 +67,19 @@ def test_fires_between_begin_and_end_whatever_the_function_is_named():
     assert all("begins at line 3" in f.message for f in got)
 
 
+def test_a_conditional_capture_forces_nothing_between():
+    # begin and end each under `if (record_)`: what lies between may run uncaptured (the else), so the
+    # function's own traits decide, as without the pair; before the begin and after the end stay clear
+    src = ("void Runner::step(Net* net) {\n  cudaDeviceSynchronize();\n  if (record_) {\n    graph_.capture_begin();\n"
+           "  } else {\n    cudaDeviceSynchronize();\n  }\n  net->run();\n  if (record_) {\n    graph_.capture_end();\n"
+           "  }\n  cudaDeviceSynchronize();\n}\nat::cuda::CUDAGraph graph_;\n")
+    assert lint(src) == []
+    on_path = src.replace("step(Net* net)", "step(Net* net, at::Tensor x)")
+    got = findings(on_path)
+    assert [(f.line, f.code) for f in got] == [(6, "GC110")]
+    assert "inside the capture that `step` begins at line 4" in got[0].message
+
+
 def test_stream_capture_api_driver():
     src = ("void record_step(cudaStream_t s, cudaGraph_t* g, at::Tensor x) {\n  cudaStreamSynchronize(s);\n"
            "  C10_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));\n  step_kernel<<<1, 32, 0, s>>>(x.data_ptr());\n"

@@ -54,6 +54,18 @@ ADVERSARIAL = {
     "default_stream_records": "void op(at::Tensor x) {\n"
                               + ("  auto s = at::cuda::getDefaultCUDAStream();\n" + "  x.record_stream(s);\n" * 4)
                               * 2_000 + "}\n",
+    # a capture driver with many syncs and lambdas before its begin: each sync's place is a lookup
+    "capture_driver_syncs": "void op(at::Tensor x, cudaStream_t s) {\n  at::cuda::CUDAGraph g;\n"
+                            + "  { cudaStreamSynchronize(s); }\n  auto l = [&]() { run(); };\n" * 8_000
+                            + "  g.capture_begin();\n  g.capture_end();\n}\n",
+    # many small drivers in one file: the file's CUDAGraph names are read once
+    "capture_drivers": "void op(at::cuda::CUDAGraph& g, cudaStream_t s) {\n  cudaStreamSynchronize(s);\n"
+                       "  g.capture_begin();\n  g.capture_end();\n}\n" * 8_000,
+    # many pool streams made current in blocks of one function that captures: each use of the name is read for
+    # one stream (up to its next binding)
+    "capture_stream_guards": "void op(at::Tensor x) {\n  at::cuda::CUDAGraph g;\n"
+                             + "  {\n    auto s = at::cuda::getStreamFromPool();\n    at::cuda::CUDAStreamGuard gd(s);\n"
+                               "    run(s);\n  }\n" * 8_000 + "  g.capture_begin();\n  g.capture_end();\n}\n",
 }
 
 _RUN = """
