@@ -27,8 +27,21 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
-from graphcheck.lint.cpp_rules import Region, _enclosing, _head_before, _skip_ws_back, _word_back
+from graphcheck.lint.cpp_text import _enclosing, _head_before, _skip_ws_back, _word_back
+
+
+class Region(Protocol):
+    """A function body as ``cpp_rules.Region`` gives it (this module does not import ``cpp_rules``, which imports
+    it): the offsets of its ``{`` and past its ``}``."""
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
+
 
 _BEGIN = re.compile(r"(?<![\w.>])(?:::\s*)?(cudaStreamBeginCapture(?:_v2|ToGraph)?|cuStreamBeginCapture(?:_v2|_ptsz)?)"
                     r"\s*\(|\bcapture_begin\s*\(")

@@ -46,7 +46,9 @@ from dataclasses import dataclass
 
 from graphcheck import rules
 from graphcheck.findings import Finding, Severity
+from graphcheck.lint import cpp_driver
 from graphcheck.lint.coldpaths import measuring_name, name_words, timing_name
+from graphcheck.lint.cpp_text import _enclosing, _head_before, _skip_ws_back, _word_back
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RAW_PREFIX = re.compile(r'(?:u8|u|U|L)?R"([^()\\\s]{0,16})\(')
@@ -218,20 +220,6 @@ def _directive_spans(text: str) -> list[tuple[int, int, str | None]]:
         spans.append((start, end, d.group(1) if d else None))
         pos = max(end, start + 1)
     return spans
-
-
-def _skip_ws_back(text: str, k: int) -> int:
-    while k >= 0 and text[k] in " \t\r\n\\":
-        k -= 1
-    return k
-
-
-def _word_back(text: str, k: int) -> tuple[str, int]:
-    """The identifier (with ``::`` and ``~``) ending at k, and the index before it."""
-    j = k
-    while j >= 0 and (text[j].isalnum() or text[j] in "_:~"):
-        j -= 1
-    return text[j + 1 : k + 1], j
 
 
 def _function_head(text: str, brace: int, pairs: dict[int, int]) -> tuple[str, int] | None:
@@ -679,19 +667,10 @@ def _reset_text(text: str, span: tuple[int, int]) -> str:
     return " ".join(text[span[0] : span[1] + 1].split())
 
 
-_QUALIFIED_TAIL = re.compile(r"(?:\b\w+\s*::\s*)*$")
 _RETURN_TAIL = re.compile(r"\breturn\s*$")
 _BOUND_TAIL = re.compile(r"(?<![\w.>])(\w+)\s*=\s*$")
 _STATEMENT_END = re.compile(r"\s*;")
 _WORD = re.compile(r"(?<![\w.>])[A-Za-z_]\w*")
-
-
-def _head_before(text: str, start: int, floor: int) -> str:
-    """Up to 200 characters before ``start`` (not before ``floor``), less a trailing ``a::b::`` qualification: what
-    precedes a call such as ``at::cuda::getStreamFromPool(...)`` (``return ``, ``auto s = ``)."""
-    head = text[max(floor, start - 200) : start]
-    qual = _QUALIFIED_TAIL.search(head)
-    return head[: qual.start()] if qual else head
 
 
 def _name_positions(text: str, region: Region, names: dict[Region, dict[str, list[int]]]) -> dict[str, list[int]]:
@@ -871,17 +850,6 @@ def _env_switch(cond: str, text: str, brace: int) -> bool:
     decl = re.search(r"\bstatic\b[^;{}]*\b" + re.escape(m.group(1)) + r"\s*=[^;]{0,600}?\bgetenv\s*\(",
                      text[max(0, brace - _ENV_WINDOW) : brace])
     return decl is not None
-
-
-def _enclosing(text: str, pos: int, pairs: dict[int, int], opens: list[int], floor: int = 0) -> Iterator[int]:
-    """The opening braces of the blocks around ``pos``, innermost first (at most 64 braces looked at, none
-    before ``floor``)."""
-    idx = bisect.bisect_left(opens, pos) - 1
-    for b in opens[max(0, idx - 63) : idx + 1][::-1]:
-        if b < floor:
-            return
-        if pairs.get(b, len(text)) >= pos:
-            yield b
 
 
 _RETURN = re.compile(r"\breturn\b")
@@ -1178,8 +1146,6 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
     Work is linear in the size of the source: every scan either runs once over the
     text or is bounded by a constant, and brackets are matched once up front.
     """
-    from graphcheck.lint import cpp_driver  # it reads this module's bracket helpers
-
     if not any(word in source for word in _PREFILTER):
         return []
     text, _ = blank(source)

@@ -1,0 +1,44 @@
+"""Small readers of blanked C++ text (``cpp_rules.blank``) that the C++ rule modules share: back over white space,
+back over a word, the text before a call, the blocks around a position. They live here so that ``cpp_rules`` and
+``cpp_driver`` both read them without importing each other."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterator
+
+_QUALIFIED_TAIL = re.compile(r"(?:\b\w+\s*::\s*)*$")
+
+
+def _skip_ws_back(text: str, k: int) -> int:
+    while k >= 0 and text[k] in " \t\r\n\\":
+        k -= 1
+    return k
+
+
+def _word_back(text: str, k: int) -> tuple[str, int]:
+    """The identifier (with ``::`` and ``~``) ending at k, and the index before it."""
+    j = k
+    while j >= 0 and (text[j].isalnum() or text[j] in "_:~"):
+        j -= 1
+    return text[j + 1 : k + 1], j
+
+
+def _head_before(text: str, start: int, floor: int) -> str:
+    """Up to 200 characters before ``start`` (not before ``floor``), less a trailing ``a::b::`` qualification: what
+    precedes a call such as ``at::cuda::getStreamFromPool(...)`` (``return ``, ``auto s = ``)."""
+    head = text[max(floor, start - 200) : start]
+    qual = _QUALIFIED_TAIL.search(head)
+    return head[: qual.start()] if qual else head
+
+
+def _enclosing(text: str, pos: int, pairs: dict[int, int], opens: list[int], floor: int = 0) -> Iterator[int]:
+    """The opening braces of the blocks around ``pos``, innermost first (at most 64 braces looked at, none
+    before ``floor``)."""
+    idx = bisect.bisect_left(opens, pos) - 1
+    for b in opens[max(0, idx - 63) : idx + 1][::-1]:
+        if b < floor:
+            return
+        if pairs.get(b, len(text)) >= pos:
+            yield b
