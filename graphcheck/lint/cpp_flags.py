@@ -11,8 +11,10 @@ assigns, runs only when a caller turns the flag on. The flag is off when every c
   the same test, followed ``_FOLLOW`` levels;
 - a binding (``m.def``/``.def("op", &X::f, py::arg("flag") = false)``, ``m.impl("op", &f)`` with a schema
   ``"op(..., bool flag=False)"``) gives it a default off, and no Python call of the op in the tree (linted files
-  and the tests, benchmarks and examples left out of the lint) passes it other than as a literal ``False``/``0``;
-- a caller whose name says it times or profiles kernels (``profiling``) runs under no capture.
+  and the tests, benchmarks and examples left out of the lint) passes it other than as a literal ``False``/``0``
+  (a call that cannot bind to the op's arguments, by their number and keywords, is another function's);
+- a caller whose name says it times or profiles kernels (``profiling``) runs under no capture; a kernel launched
+  under the function's name (``f<<<...>>>``) is another function.
 
 bytedance flux's MoE gather-RS op syncs its stream in ``prepare_args`` under ``with_stream_sync``, a parameter
 passed down from ``forward_gather_rs`` and bound with ``py::arg("with_stream_sync") = false``; no Python caller
@@ -42,7 +44,9 @@ _PY_OFF = (False, 0)
 _PY_ARG = re.compile(r'^\s*(?:(?:py|pybind11|nb|nanobind)\s*::\s*arg\s*\(\s*"(\w+)"\s*\)|"(\w+)"\s*_a)'
                      r"\s*(?:=\s*(.+?))?\s*$", re.DOTALL)
 _DEF_CALL = re.compile(r'\.(?:def|impl)\s*(\()\s*"\s*(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)')
-_BOOL_PARAM = re.compile(r"^(?:const\s+)?bool(?:\s+const)?\s+([A-Za-z_]\w*)$")
+# `bool f`, `const bool f`, `const bool& f` (not a reference the function may write through)
+_BOOL_PARAM = re.compile(r"^(?:bool|const\s+bool|bool\s+const)\s+([A-Za-z_]\w*)$|"
+                         r"^(?:const\s+bool|bool\s+const)\s*&\s*([A-Za-z_]\w*)$")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
 
 
@@ -92,7 +96,7 @@ def _split_default(part: str) -> tuple[str, bool, str]:
 
 def _bool_param(decl: str) -> str | None:
     m = _BOOL_PARAM.match(decl)
-    return m.group(1) if m else None
+    return (m.group(1) or m.group(2)) if m else None
 
 
 def _assigned(body: str, name: str) -> bool:
@@ -176,7 +180,7 @@ class _FlagIndex:
         self.tests = list(tests)
         self._test_data: dict[str, bytes] = {}
         self._test_trees: dict[str, ast.Module | None] = {}
-        self._ops: dict[tuple[str, int, str | None, bool], _Off | _On] = {}
+        self._ops: dict[tuple[str, int, tuple[tuple[str | None, str | None], ...]], _Off | _On] = {}
 
     def shown(self, i: int, pos: int) -> str:
         """``path:line`` of position ``pos`` of C++ file ``i``, below the linted files' common folder."""
@@ -243,6 +247,8 @@ class _FlagIndex:
                 if cpp._declares(p, m.end()) or cpp._directive(p) == "":
                     continue  # a definition or declaration (read above), `#ifdef name`
                 region = cpp.loc.region(p)
+                if text[m.end() : m.end() + 16].lstrip().startswith("<<<"):
+                    continue  # a kernel launch: a kernel of the name, not this host function
                 open_at = _open_paren(text, m.end())
                 if open_at >= 0 and cpp._directive(p) is None:  # a call
                     close = pairs.get(open_at, -1)
@@ -348,19 +354,20 @@ class _FlagIndex:
             default = " ".join(default.split()) if default is not None else None
             if default is not None and default not in _OFF:
                 return _On()
-            found = self._python_off(op, k, pname, default is not None)
+            spec = [(n, None if d is None else " ".join(d.split())) for n, d in named]
+            found = self._python_off(op, k, spec)
             if isinstance(found, _Off) and default is not None:
                 at = spans[[j for j, (a, b) in enumerate(spans) if _PY_ARG.match(cpp.source[a:b])][k]][0]
                 at += len(cpp.source[at:]) - len(cpp.source[at:].lstrip())
                 found = _Off([f'bound with `py::arg("{pname}") = {default}` ({self.shown(i, at)})'])
             return found
         schema = self._schema(op, len(params))
-        if schema is None:
-            return self._python_off(op, k, None, False)  # every argument is passed positionally
+        if schema is None:  # every argument is passed, positionally
+            return self._python_off(op, k, [(None, None)] * len(params))
         pname, default = schema[k]
         if default is not None and default not in ("False", "0"):
             return _On()
-        found = self._python_off(op, k, pname, default is not None)
+        found = self._python_off(op, k, schema)
         if isinstance(found, _Off) and default is not None:
             found = _Off([f"bound with `{pname}={default}` in the schema of op `{op}`"])
         return found
@@ -385,11 +392,13 @@ class _FlagIndex:
                     return args
         return None
 
-    def _python_off(self, op: str, k: int, pname: str | None, default_off: bool) -> _Off | _On:
-        """Whether every Python call of op ``op`` in the tree leaves argument ``k`` (keyword ``pname``) off:
-        omits it when the binding gives it a default off (``default_off``), or passes a literal ``False``/``0``.
-        A use of the op other than in a call, ``*args``/``**kwargs`` or an import under another name: maybe on."""
-        key = (op, k, pname, default_off)
+    def _python_off(self, op: str, k: int, spec: Sequence[tuple[str | None, str | None]]) -> _Off | _On:
+        """Whether every Python call of op ``op`` in the tree leaves argument ``k`` off: omits it where the binding
+        gives it a default off, or passes a literal ``False``/``0``. ``spec``: (keyword or None, default or None)
+        of each of the op's arguments; a call that cannot bind to them (too many positional arguments, too few,
+        an unknown keyword) is of another function of the name. A use of the op other than in a call, ``*args``,
+        ``**kwargs`` of unknown keys or an import under another name: maybe on."""
+        key = (op, k, tuple(spec))
         if key in self._ops:
             return self._ops[key]
         result: _Off | _On = _Off()
@@ -397,7 +406,7 @@ class _FlagIndex:
             if tree is None:
                 result = _On()
                 break
-            why = _python_calls_off(tree, op, k, pname, default_off)
+            why = _python_calls_off(tree, op, k, spec)
             if why is not None:
                 result = _On(f"a Python call of `{op}` ({shown}:{why[0]}) {why[1]}" if why[0] else None)
                 break
@@ -434,10 +443,13 @@ def _split_schema(text: str) -> list[str]:
     return [p for p in _split_top(text) if p.strip()]
 
 
-def _python_calls_off(tree: ast.Module, op: str, k: int, pname: str | None,
-                      default_off: bool) -> tuple[int, str] | None:
-    """None when every use of ``op`` in ``tree`` is a call that leaves argument ``k`` off; else (line, what it
-    does) of the first that may not (line 0: not a call)."""
+def _python_calls_off(tree: ast.Module, op: str, k: int,
+                      spec: Sequence[tuple[str | None, str | None]]) -> tuple[int, str] | None:
+    """None when every use of ``op`` in ``tree`` is a call that leaves argument ``k`` off (``spec``: see
+    ``_FlagIndex._python_off``); else (line, what it does) of the first that may not (line 0: not a call)."""
+    pname, default = spec[k]
+    names = {n for n, _ in spec if n}
+    fewest = sum(1 for _, d in spec if d is None)
     called: set[int] = set()
     for n in ast.walk(tree):
         if isinstance(n, ast.Call):
@@ -448,15 +460,21 @@ def _python_calls_off(tree: ast.Module, op: str, k: int, pname: str | None,
             if any(isinstance(a, ast.Starred) for a in n.args[: k + 1]):
                 return n.lineno, "passes `*args`"
             value = n.args[k] if len(n.args) > k else next((kw.value for kw in n.keywords if kw.arg == pname), None)
+            given = [kw.arg for kw in n.keywords if kw.arg is not None]
             for kw in n.keywords:
                 if kw.arg is None:  # `**extra`: a dict of known keys (`extra = {} if x else {"bias": None}`)
-                    given = _dict_keys(tree, kw.value)
-                    if given is None or (pname is not None and pname in given and value is not None):
+                    keys = _dict_keys(tree, kw.value)
+                    if keys is None or (pname is not None and pname in keys and value is not None):
                         return n.lineno, "passes `**kwargs`"
-                    if pname is not None and pname in given:
-                        value = given[pname]
+                    given += list(keys)
+                    if pname is not None and pname in keys:
+                        value = keys[pname]
+            starred = any(isinstance(a, ast.Starred) for a in n.args)
+            if not starred and (len(n.args) > len(spec) or any(g not in names for g in given)
+                                or len(n.args) + len(set(given)) < fewest):
+                continue  # it cannot bind to the op's arguments: another function of the name
             if value is None:
-                if not default_off:
+                if default is None:
                     return n.lineno, "leaves it to no default"
                 continue
             if not _off_constant(value):

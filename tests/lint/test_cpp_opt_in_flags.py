@@ -230,3 +230,27 @@ def test_a_torch_library_schema_default_counts(tmp_path):
                         "off under default capture; no caller in the tree turns it on")
     msg = [m for _, _, _, m in rows(tmp_path / "r")][0]
     assert "; it runs only when `sync=true` (default false: bound with `sync=False` in the schema of op `step`)" in msg
+
+
+def test_const_bool_references_and_python_calls_of_other_functions(tmp_path):
+    # `const bool&` is a bool flag; a kernel launched under the function's name and Python calls that cannot bind
+    # to the op's arguments (`group.barrier()`, a keyword it lacks) are other functions'
+    op = OP.replace("int sm_margin, bool with_stream_sync) {\n        cudaStream_t",
+                    "int sm_margin, const bool& with_stream_sync) {\n        cudaStream_t").replace(
+        "__global__ void scatter_kernel(int* o) {}", "__global__ void scatter_kernel(int* o) {}\n"
+        "    __global__ void forward_impl(int* o, int n, int m) {}").replace(
+        "scatter_kernel<<<1, 1, 0, stream>>>(x.data_ptr<int>());", "scatter_kernel<<<1, 1, 0, stream>>>("
+        "x.data_ptr<int>());\n        forward_impl<<<1, 1, 0, stream>>>(x.data_ptr<int>(), 1, 2);")
+    assert "const bool& with_stream_sync" in op and "forward_impl<<<" in op
+    py = PY.replace("return self.op.forward", "self.op.forward(x, 1, 2, True)\n        self.op.forward(x, bias=True)\n"
+                    "        return self.op.forward")
+    root = make(tmp_path / "w", {"pkg/csrc/ops.cu": op, "pkg/moe.py": py.format(args="x"), "pkg/__init__.py": ""})
+    assert [(fn, sev) for fn, _, sev, _ in rows(root)] == [("prepare_args", "warning")]
+    # the same calls bind when the op takes them
+    py = PY.replace("return self.op.forward", "self.op.forward(x, 1, True)\n        return self.op.forward")
+    root = make(tmp_path / "x", {"pkg/csrc/ops.cu": op, "pkg/moe.py": py.format(args="x"), "pkg/__init__.py": ""})
+    assert [(fn, sev) for fn, _, sev, _ in rows(root)] == [("prepare_args", "error")]
+    # a non-const reference may be written through by a callee: not a flag
+    op2 = op.replace("const bool& with_stream_sync", "bool& with_stream_sync")
+    root = make(tmp_path / "y", {"pkg/csrc/ops.cu": op2, "pkg/moe.py": PY.format(args="x"), "pkg/__init__.py": ""})
+    assert [(fn, sev) for fn, _, sev, _ in rows(root)] == [("prepare_args", "error")]
