@@ -212,9 +212,10 @@ class _FlagIndex:
         return out
 
     def off(self, name: str, params: list[tuple[str, str, str | None]], k: int, depth: int = 0,
-            visiting: frozenset[tuple[str, int]] = frozenset()) -> _Off | _On:
+            visiting: frozenset[tuple[str, int]] = frozenset(), home: int = -1) -> _Off | _On:
         """Whether every resolved caller in the tree leaves parameter ``k`` of C++ function ``name`` (with the
-        parameters ``params``) off."""
+        parameters ``params``, defined in file ``home``) off. The file that defines it is read first, so that a
+        caller that turns it on is named from there before a same-name function's caller elsewhere."""
         key = (name, k)
         if key in visiting:
             return _Off()
@@ -234,7 +235,7 @@ class _FlagIndex:
         if default_off:  # ("": the function's own default, not shown)
             result.defaults.append(f"the default of `{name}`" if depth else "")
         sites = 0
-        for i in self.index._mentions(name):
+        for i in sorted(self.index._mentions(name), key=lambda i: i != home):
             if self.files[i][1] != "cpp":
                 continue
             cpp = self.index._cpp_file(i)
@@ -274,7 +275,7 @@ class _FlagIndex:
                         mine = _params(region.params)
                         j = next((j for j, (decl, n, _) in enumerate(mine) if n == arg and _bool_param(decl)), None)
                         if j is not None and not _assigned(text[region.start : region.end], arg):
-                            below = self.off(region.name, mine, j, depth + 1, visiting)
+                            below = self.off(region.name, mine, j, depth + 1, visiting, i)
                             if isinstance(below, _On):
                                 return below
                             if region.name != name:
@@ -616,7 +617,7 @@ def demote_opt_in(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]
             k = next((k for k, (decl, n, _) in enumerate(params) if n == name and _bool_param(decl)), None)
             if k is None or _assigned(cpp.text[region.start : region.end], name):
                 continue
-            verdict = index.off(f.function or "", params, k)
+            verdict = index.off(f.function or "", params, k, home=i)
             if isinstance(verdict, _Off):
                 changed[id(f)] = _message(f, name, verdict)
                 break
