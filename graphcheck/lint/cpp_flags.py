@@ -141,12 +141,12 @@ def _conjuncts(cond: str) -> list[str]:
 def guard_flags(cpp: _CppFile, region, pos: int) -> list[str]:
     """Names whose truth the code at ``pos`` in function ``region`` runs under: tested by an ``if`` around it
     (braced or not), or by an ``if (!name) return;`` at the top level of the body before it."""
-    from graphcheck.lint import cpp_rules
+    from graphcheck.lint import cpp_rules, cpp_text
 
     text = cpp.text
     pairs, opens = cpp._brackets()
     out: list[str] = []
-    braces = list(cpp_rules._enclosing(text, pos, pairs, opens, region.start))
+    braces = list(cpp_text._enclosing(text, pos, pairs, opens, region.start))
     inner = braces[0] if braces else region.start
     # an unbraced `if (flag) CUDA_CHECK(cudaStreamSynchronize(s));`: the statement holding pos
     k = pos - 1
@@ -166,7 +166,7 @@ def guard_flags(cpp: _CppFile, region, pos: int) -> list[str]:
             out += _conjuncts(cond)
     for m in re.finditer(r"\bif\s*\(\s*!\s*([A-Za-z_]\w*)\s*\)\s*(?:\{\s*)?return\b", text[region.start : pos]):
         at = region.start + m.start()
-        if next(cpp_rules._enclosing(text, at, pairs, opens, region.start), None) == region.start:
+        if next(cpp_text._enclosing(text, at, pairs, opens, region.start), None) == region.start:
             out.append(m.group(1))
     return list(dict.fromkeys(out))
 
