@@ -16,7 +16,14 @@ An op that only tests and benchmarks name in Python (a ``test``/``bench``/``benc
 Python names another op bound in the same C++ file, is reached only from them (the package wraps its ops one by
 one, and not this one): its function's errors are warnings that say so, unless package code may hand an
 extension's ops out wholesale (a star import of a module that is not the tree's, a module ``__getattr__``) or an
-example names the op. In an application tree (one that captures its own graphs) an op no linted Python names is
+example names the op. An op of a ``PYBIND11_MODULE``/``NB_MODULE`` extension module that nothing in the tree names
+(no Python file, test, example or doc: ``.md``/``.rst``/``.ipynb`` below the tree), while the tree's own Python takes
+the module's other ops one by one (``shadowkv.apply_rotary_pos_emb_new(...)``, ``from ext import op``) and no Python
+file may hand the module out whole (a star import, a module ``__getattr__``, ``getattr(mod, name)`` with a computed
+name, the module passed, returned, stored or loaded by its name: ``graphcheck.lint.cpp_modops``), is dead too: an
+outside caller would have to import the extension and call what its package never wraps. A ``TORCH_LIBRARY`` op is
+left alone (outside engines call ``torch.ops.<ns>.<name>``), as is one bound any other way too (a ``py::class_``
+method, a submodule). In an application tree (one that captures its own graphs) an op no linted Python names is
 dead; the message names the tests, benchmarks or examples that do.
 C++ functions are matched by name, but a call of ``f`` in a file whose translation unit (the file and the linted
 headers it includes) surely holds a definition of its own (a body, no prototype, only unqualified calls and
@@ -62,6 +69,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from graphcheck.config import DEFAULT_THIRD_PARTY
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint.cache import read_verdicts, write_verdicts
 from graphcheck.lint.cpp_pyrefs import _LIVE, _PY, PythonRefs, _module_at
@@ -78,11 +86,14 @@ _BUILD = "<constructor>"  # first element of a verdict: only class constructors 
 _HARNESS = "<harness>"  # first element of a verdict: bound as an op only test/benchmark files name
 _PROGRAM = "<program>"  # first element of a verdict: only a standalone program's `main` calls the function
 _APP = "<application>"  # first element of a verdict: bound as ops no Python file of an application tree names
+_UNNAMED = "<unnamed>"  # first element of a verdict: bound as an op nothing names, of a module the tree takes op by op
 _PLAN = "<plan>"  # first element of a verdict: the function is a plan step, or only plan steps call it
 _SITE = "@"  # a verdict element that is a `main` (`path:line`), not a caller
 _OWN = "="  # a verdict element that is a file calling a same-name function of its own (`path`), not a caller
 _USER = "~"  # a verdict element of an application's op: a test, benchmark or example file naming it (`path`)
 _HARNESS_DIRS = frozenset({"test", "tests", "testing", "bench", "benchmark", "benchmarks"})
+_DOC_SUFFIXES = (".md", ".rst", ".mdx", ".ipynb")  # documentation files searched for an op's name
+_MAX_DOCS = 20000  # documentation files read at most; past it, whether docs name an op is unknown
 _HARNESS_FILE = re.compile(r"^(?:test_.*|.*_test|bench_.*|benchmark_.*)\.py$")
 # words of a C++ function name that say it times or profiles kernels (`timing_loop_flush_cache_impl`)
 _TIMING_WORDS = frozenset({"timing", "timer", "profile", "profiling", "profiler", "benchmark", "benchmarking",
@@ -530,6 +541,14 @@ class CallerIndex:
         # op -> (the test/benchmark files that name it, an op of the same binding file other Python names)
         self.harness_only: dict[str, tuple[list[str], str]] = {}
         self._root_names: frozenset[str] | None = None  # see ``_roots`` (empty: unknown)
+        # whether an op nothing names, of an extension module whose other ops the tree takes one by one, is dead
+        # (``_unnamed_module_op``; ``demote_uncalled`` asks, ``cpp_ops`` does not)
+        self.module_ops = False
+        self.module_unnamed: dict[str, tuple[str, str, str]] = {}  # op -> (module, sibling use, file using it)
+        self._built_names: set[str] | None = None  # see ``_built_modules``
+        self._modules: dict[frozenset[str], dict[str, tuple[str, str]] | None] = {}  # see ``_module_uses``
+        self._docs: list[bytes] | None = None  # see ``_doc_names`` (None: too many to read)
+        self._docs_read = False
         # in an application tree (one that captures its own graphs, ``deadcode.capture_site``): where it does;
         # an op no Python file of the tree names is then dead there, not called from outside
         self.app_site: str | None = None
@@ -580,8 +599,13 @@ class CallerIndex:
                 users = self.test_users(bare)
                 if self.app_site is None:
                     # an op no Python file in the tree names: callers outside the tree, unless only its tests
-                    # name it while the package wraps a sibling op one by one (``_harness_use``)
-                    if not (users and self._harness_use(bare, [], users, binding) is not None):
+                    # name it while the package wraps a sibling op one by one (``_harness_use``), or nothing
+                    # names it while the tree takes its extension module's other ops one by one
+                    # (``_unnamed_module_op``)
+                    if users:
+                        if self._harness_use(bare, [], users, binding) is None:
+                            out.add(_LIVE)
+                    elif self._unnamed_module_op(bare, binding) is None:
                         out.add(_LIVE)
                 else:
                     self.app_unnamed.add(bare)  # an application names what it runs: dead here
@@ -753,6 +777,105 @@ class CallerIndex:
                     return self.harness_only[op]
         return None
 
+    def _unnamed_module_op(self, op: str, binding: Sequence[int]) -> tuple[str, str, str] | None:
+        """(the module, how the tree takes a sibling op, the file that does) when ``op``, which no Python file, test,
+        example or doc of the tree names, is bound only as a function of a ``PYBIND11_MODULE``/``NB_MODULE``
+        extension module (``binding``: the C++ files naming it) whose other ops the tree's own Python (outside tests
+        and benchmarks) takes one by one (``shadowkv.apply_rotary_pos_emb_new(...)``), while no Python file may hand
+        the module out whole (``cpp_modops.module_uses``; a star import or a module ``__getattr__``: ``_exports``):
+        an outside caller would have to import the extension and call what its package never wraps. Else None."""
+        if not self.module_ops:
+            return None
+        if op in self.module_unnamed:
+            return self.module_unnamed[op]
+        from graphcheck.lint import cpp_modops
+
+        blocks: list[cpp_modops.ModuleBlock] = []
+        for i in binding:
+            cpp = self._cpp_file(i)
+            found = None if cpp is None else cpp_modops.blocks_binding(cpp.source, cpp.text, cpp._brackets()[0], op)
+            if found is None:
+                return None
+            blocks += found
+        if not blocks or self._exports():
+            return None
+        names: set[str] = set()
+        for block in blocks:
+            names |= self._built_modules() if _is_macro_name(block.name) else {block.name}
+        if not names:
+            return None  # a module named by a macro no build script gives: which module Python imports is unknown
+        uses = self._module_uses(frozenset(names))
+        if uses is None:
+            return None
+        siblings = [o for block in blocks for o in block.ops if o != op and o in uses]
+        if not siblings or self._doc_names(op):
+            return None
+        # the sibling shown: the one whose name shares the longest start with the op's (`apply_rotary_pos_emb_new`)
+        sibling = max(siblings, key=lambda o: len(os.path.commonprefix([o, op])))
+        how, path = uses[sibling]
+        module = how.rpartition(".")[0] if "." in how and " " not in how else sorted(names)[0]
+        self.module_unnamed[op] = (module, how, path)
+        return self.module_unnamed[op]
+
+    def _built_modules(self) -> set[str]:
+        """The last part of the name of each extension module a build script of the tree gives (setuptools
+        ``*Extension(name=...)``, ``cpp_extension.load(name=...)``, CMake ``pybind11_add_module``)."""
+        if self._built_names is None:
+            built: set[str] = set()
+            for (_path, language), raw in zip(self.files, self._index()):
+                if language == "python" and (b"Extension" in raw or b"load" in raw):
+                    built.update(m.group(1).decode() for m in _EXT_NAME.finditer(raw))
+            for cmake in cmake_files(self.files):
+                try:
+                    with open(cmake, "rb") as fh:
+                        built.update(m.group(1).decode() for m in _CMAKE_MODULE.finditer(fh.read(_MAX_FILE)))
+                except OSError:
+                    pass
+            self._built_names = {n.rpartition(".")[2] for n in built}
+        return self._built_names
+
+    def _module_uses(self, names: frozenset[str]) -> dict[str, tuple[str, str]] | None:
+        """The attributes the tree's own Python (linted, outside tests and benchmarks) takes one by one from an
+        extension module imported under one of ``names`` (attribute -> (how, the file's path below the tree)); None
+        when any Python file of the tree, its tests and examples included, may hand the module out whole."""
+        if names not in self._modules:
+            from graphcheck.lint import cpp_modops
+
+            taken: dict[str, tuple[str, str]] = {}
+            handed_out = False
+            roots = self._roots()
+            linted = sorted({i for n in names for i in self._mentions(n) if self.files[i][1] == "python"})
+            for i in linted:
+                tree = self.py.tree(i)
+                uses = None if tree is None else cpp_modops.module_uses(tree, names, roots)
+                if uses is None or uses.handed_out:
+                    handed_out = True
+                    break
+                if not self._is_harness(i):
+                    for attr, how in uses.taken.items():
+                        taken.setdefault(attr, (how, self.shown_path(self.files[i][0])))
+            for path, data in zip(self.tests, self._read_tests()) if not handed_out else ():
+                if any(_names_word(n)(data) for n in names):
+                    tree = self._test_tree(path, data)
+                    if tree is None or cpp_modops.module_uses(tree, names, roots).handed_out:
+                        handed_out = True
+                        break
+            self._modules[names] = None if handed_out else taken
+        return self._modules[names]
+
+    def _doc_names(self, op: str) -> bool:
+        """Whether a documentation file below the tree's common folder (``.md``, ``.rst``, ``.mdx``, ``.ipynb``,
+        read once per run) names ``op``: how users are told to call the library. True (unknown) past ``_MAX_DOCS``
+        files. Documentation is not part of the caller cache's key: an edit to it alone is seen once a linted file
+        changes."""
+        if not self._docs_read:
+            self._docs_read = True
+            self._docs = _read_docs(files_common([p for p, _ in self.files]))
+        if self._docs is None:
+            return True
+        names = _names_word(op)
+        return any(names(data) for data in self._docs)
+
     def _harness_path(self, shown: str) -> bool:
         """Whether an excluded file (``shown``: its path below the tree) is a test or a benchmark, by its folders
         or its name (not an example, a tutorial or a doc)."""
@@ -793,29 +916,37 @@ class CallerIndex:
             names = _names_word(op)
             found: list[str] = []
             top = None
-            if self._test_data is None:  # read once, as the linted files are
-                self._test_data = []
-                for path in self.tests:
-                    try:
-                        with open(path, "rb") as fh:
-                            self._test_data.append(fh.read(_MAX_FILE))
-                    except OSError:
-                        self._test_data.append(b"")
-            for path, data in zip(self.tests, self._test_data):
+            for path, data in zip(self.tests, self._read_tests()):
                 if not names(data):
                     continue
-                if path not in self._test_trees:
-                    try:
-                        self._test_trees[path] = ast.parse(data.decode("utf-8", "replace"))
-                    except (SyntaxError, ValueError, RecursionError):
-                        self._test_trees[path] = None
-                tree = self._test_trees[path]
+                tree = self._test_tree(path, data)
                 if tree is None or self.py.names_op(path, tree, op):
                     if top is None:
                         top = files_common([p for p, _ in self.files] + self.tests)
                     found.append(os.path.relpath(path, top).replace(os.sep, "/") if top else os.path.basename(path))
             self._test_users[op] = sorted(found)
         return self._test_users[op]
+
+    def _read_tests(self) -> list[bytes]:
+        """The bytes of each of ``tests``, read once, as the linted files are."""
+        if self._test_data is None:
+            self._test_data = []
+            for path in self.tests:
+                try:
+                    with open(path, "rb") as fh:
+                        self._test_data.append(fh.read(_MAX_FILE))
+                except OSError:
+                    self._test_data.append(b"")
+        return self._test_data
+
+    def _test_tree(self, path: str, data: bytes) -> ast.Module | None:
+        """One of ``tests`` (``path``, its bytes ``data``) parsed once; None when it does not parse."""
+        if path not in self._test_trees:
+            try:
+                self._test_trees[path] = ast.parse(data.decode("utf-8", "replace"))
+            except (SyntaxError, ValueError, RecursionError):
+                self._test_trees[path] = None
+        return self._test_trees[path]
 
     def _roots(self) -> frozenset[str] | None:
         """The top-level names under which Python may import the tree's code: every folder and Python file stem on
@@ -1052,6 +1183,26 @@ def _top(files: Sequence[tuple[str, str]], language: str | None = None) -> str:
         return ""
 
 
+def _read_docs(top: str) -> list[bytes] | None:
+    """The bytes of each documentation file (``_DOC_SUFFIXES``) below folder ``top``, hidden, third-party and
+    installed-package folders left out; None past ``_MAX_DOCS`` files (unknown)."""
+    docs: list[bytes] = []
+    skip = {*DEFAULT_THIRD_PARTY, "node_modules", "site-packages", "__pycache__"}
+    for folder, dirs, names in os.walk(top) if top else ():
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in skip)
+        for name in names:
+            if not name.endswith(_DOC_SUFFIXES):
+                continue
+            if len(docs) >= _MAX_DOCS:
+                return None
+            try:
+                with open(os.path.join(folder, name), "rb") as fh:
+                    docs.append(fh.read(_MAX_FILE))
+            except OSError:
+                pass
+    return docs
+
+
 def timing_function(name: str) -> bool:
     """Whether a C++ function's name says it times or profiles kernels (``timing_loop_impl``, ``run_profiler``)."""
     from graphcheck.lint.cpp_rules import _name_words
@@ -1086,7 +1237,7 @@ def _digest_of(files: Sequence[tuple[str, str]], names: Iterable[str], tests: Se
     """The verdict cache's key: the modules, the stat of every linted file, of the build scripts the extension-name
     search reads and of the left-out tests read for op names (``tests``), and the names asked about."""
     h = hashlib.blake2b(digest_size=16)
-    for mod in ("cpp_callers.py", "cpp_pyrefs.py", "cpp_rules.py"):
+    for mod in ("cpp_callers.py", "cpp_pyrefs.py", "cpp_modops.py", "cpp_rules.py"):
         try:
             h.update((Path(__file__).resolve().parent / mod).read_bytes())
         except OSError:
@@ -1162,6 +1313,14 @@ def _demoted_for(f: Finding, callers: list[str], where: str = "") -> Finding:
         return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
                                    evidence={**f.evidence, "callers": [op], "harness_callers": users,
                                              "caller_check": "test/benchmark callers only"})
+    if callers and callers[0] == _UNNAMED:
+        op, module, how, user = callers[1:5]
+        why = (f"`{name}` is bound as op `{op}` of extension module `{module}`, but nothing in the tree names it "
+               f"(no Python file, test, example or doc), while the tree's Python takes the module's other ops one by "
+               f"one (`{how}` in {user}) and hands the module out nowhere: no code in the tree runs it")
+        return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
+                                   evidence={**f.evidence, "callers": [op], "sibling_use": f"{how} ({user})",
+                                             "caller_check": "unnamed module op"})
     if callers and callers[0] == _APP:
         site = callers[1]
         ops = [c for c in callers[2:] if not c.startswith(_USER)]
@@ -1256,6 +1415,7 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
     if verdicts is None or set(verdicts) != keys:
         index = CallerIndex(files, sources, tests, eager)
         index.app_site = app_site
+        index.module_ops = True
         verdicts = {}
         found_for: dict[str, list[str] | None] = {}
         for path, name in sorted(wanted, key=lambda w: (w[1], w[0])):  # by name: the order `referrers` is asked in
@@ -1299,9 +1459,12 @@ def _verdict(index: CallerIndex, name: str, asked: str) -> list[str] | None:
         return [_PROGRAM, *program[0], *(_SITE + s for s in program[1])]
     verdict = [_TIMING] if timing_function(name) else index.uncalled(asked)
     ops = [c[len(_OP):] for c in verdict or () if c.startswith(_OP) and c[len(_OP):] in index.harness_only]
+    unnamed = [c[len(_OP):] for c in verdict or () if c.startswith(_OP) and c[len(_OP):] in index.module_unnamed]
     if verdict and len(ops) == len(verdict):  # reached only through ops only tests/benchmarks name
         users, sibling = index.harness_only[ops[0]]
         verdict = [_HARNESS, ops[0], sibling, *users]
+    elif verdict and len(unnamed) == len(verdict):  # reached only through ops nothing names, of wrapped modules
+        verdict = [_UNNAMED, unnamed[0], *index.module_unnamed[unnamed[0]]]
     elif verdict and index.app_site and index.app_unnamed:
         unnamed = index.unnamed_ops(asked)
         if unnamed:  # dead only because the application names none of the ops that bind it

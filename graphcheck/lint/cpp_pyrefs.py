@@ -2,7 +2,8 @@
 
 ``cpp_callers`` asks which Python files name a C++ function or op it found in their bytes. A Python
 mention is a use of the op unless it is the tree's own Python function of that name (a module-level
-``def``, a method of a class the file defines or imports, ``BitPack.unpack_3bit_32``), an attribute of
+``def``, a method of a class the file defines or imports, ``BitPack.unpack_3bit_32``, or ``self.f`` in a method
+of a class that defines ``f``, whose base class defines it or whose subclass in the tree does), an attribute of
 another library's module (``torch.matmul``, ``F.softmax``, or a module imported from a package that is
 neither in the tree nor an extension it builds), a documentation string or a file path in a string.
 ``PythonRefs`` answers this over the linted files, parsing each Python file once per run, and says who
@@ -93,6 +94,8 @@ class PythonRefs:
         self._defs: dict[str, set[tuple[str, str]]] = {}  # name -> {(path, class or "")} defining it in Python
         self._imported: dict[int | str, dict[str, tuple[int, str, str]]] = {}  # see ``_imports``
         self._bound: dict[int | str, set[str]] = {}  # see ``_rebound``
+        self._self_attrs: dict[int | str, dict[int, ast.ClassDef]] = {}  # see ``_selves``
+        self._by_path: dict[str, int] | None = None  # a linted Python file's normalized path -> its number
 
     def op_mentions(self, op: str, mentions: list[int]) -> list[int]:
         """``mentions`` of op ``op`` less the Python files whose every mention of it is an attribute of a class or
@@ -158,6 +161,9 @@ class PythonRefs:
         path = os.path.normpath(self.files[i][0] if isinstance(i, int) else i)
         if (path, x) in defs:
             return True
+        owner = self._selves(i, tree).get(id(node))
+        if owner is not None:  # `self.name` in a method of class `owner`
+            return self._own_method(i, tree, path, owner, defs)
         bound = self._imports(i, tree).get(x)
         if bound is None:
             return False
@@ -167,6 +173,69 @@ class PythonRefs:
                 return True
             if not cls and _module_at(where, path, level, f"{module}.{attr}" if module and attr else module or attr):
                 return True
+        return False
+
+    def _selves(self, i: int | str, tree: ast.Module) -> dict[int, ast.ClassDef]:
+        """``self.x``/``cls.x`` attributes of Python file ``i``: the id of each such ``ast.Attribute`` whose receiver is
+        the first parameter of a method defined directly in a top-level class body (not a ``staticmethod``), with
+        that class."""
+        if i not in self._self_attrs:
+            out: dict[int, ast.ClassDef] = {}
+            for cls in tree.body:
+                if not isinstance(cls, ast.ClassDef):
+                    continue
+                for fn in cls.body:
+                    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args or any(
+                            isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list):
+                        continue
+                    me = fn.args.args[0].arg
+                    if any(isinstance(n, ast.arg) and n.arg == me for n in ast.walk(fn) if n is not fn.args.args[0]):
+                        continue  # rebound by an inner function's parameter: not sure which object it is
+                    for n in ast.walk(fn):
+                        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me:
+                            out[id(n)] = cls
+            self._self_attrs[i] = out
+        return self._self_attrs[i]
+
+    def _own_method(self, i: int | str, tree: ast.Module, path: str, owner: ast.ClassDef,
+                    defs: set[tuple[str, str]]) -> bool:
+        """Whether ``self.name`` in a method of class ``owner`` (file ``i`` at ``path``) is the tree's Python method
+        ``name`` (``defs``: where the tree defines it): ``owner`` defines it, or a base class of ``owner`` named in
+        this file or imported from the tree's module that defines it does, or a class that derives from ``owner``
+        (in this file, or in a file importing ``owner`` from here) does: the base class calls a method its
+        subclasses give (ShadowKV's ``LLM`` calls ``self.apply_rotary_pos_emb``, which ``Llama`` defines)."""
+        if (path, owner.name) in defs:
+            return True
+        bound = self._imports(i, tree)
+        for base in owner.bases:
+            b = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else None
+            if b is None:
+                continue
+            if (path, b) in defs:
+                return True
+            imp = bound.get(b) if isinstance(base, ast.Name) else None
+            if imp is not None and any(cls == imp[2] and _module_at(where, path, imp[0], imp[1])
+                                       for where, cls in defs):
+                return True
+        if self._by_path is None:
+            self._by_path = {os.path.normpath(p): k for k, (p, language) in enumerate(self.files)
+                             if language == "python"}
+        for where, cls in defs:
+            k = self._by_path.get(where)
+            sub = self.tree(k) if k is not None and cls else None
+            if k is None or sub is None:
+                continue
+            for node in sub.body:
+                if not (isinstance(node, ast.ClassDef) and node.name == cls):
+                    continue
+                for base in node.bases:
+                    if not (isinstance(base, ast.Name) and base.id == owner.name):
+                        continue
+                    if where == path:
+                        return True
+                    imp = self._imports(k, sub).get(owner.name)
+                    if imp is not None and imp[2] == owner.name and _module_at(path, where, imp[0], imp[1]):
+                        return True
         return False
 
     def _function(self, i: int | str, tree: ast.Module, node: ast.Name) -> bool:
