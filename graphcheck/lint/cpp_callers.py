@@ -18,10 +18,12 @@ one, and not this one): its function's errors are warnings that say so, unless p
 extension's ops out wholesale (a star import of a module that is not the tree's, a module ``__getattr__``) or an
 example names the op. An op of a ``PYBIND11_MODULE``/``NB_MODULE`` extension module that nothing in the tree names
 (no Python file, test, example or doc: ``.md``/``.rst``/``.ipynb`` below the tree), while the tree's own Python takes
-the module's other ops one by one (``shadowkv.apply_rotary_pos_emb_new(...)``, ``from ext import op``) and no Python
-file may hand the module out whole (a star import, a module ``__getattr__``, ``getattr(mod, name)`` with a computed
-name, the module passed, returned, stored or loaded by its name: ``graphcheck.lint.cpp_modops``), is dead too: an
-outside caller would have to import the extension and call what its package never wraps. A ``TORCH_LIBRARY`` op is
+the module's other ops one by one (``shadowkv.apply_rotary_pos_emb_new(...)``, ``from pkg.ext import op``), imports
+it only through its own packages (``from kernels import shadowkv``; a top-level ``import ext`` is an installed
+package other projects import too) and no Python file may hand the module out whole (a star import, a module
+``__getattr__``, ``getattr(mod, name)`` with a computed name, the module passed, returned, stored or loaded by its
+name: ``graphcheck.lint.cpp_modops``), is dead too: an outside caller would have to import the package's private
+extension and call what the package never wraps. A ``TORCH_LIBRARY`` op is
 left alone (outside engines call ``torch.ops.<ns>.<name>``), as is one bound any other way too (a ``py::class_``
 method, a submodule). In an application tree (one that captures its own graphs) an op no linted Python names is
 dead; the message names the tests, benchmarks or examples that do.
@@ -1014,18 +1016,22 @@ class CallerIndex:
                 return None
         return callers
 
-    def unnamed_ops(self, name: str, depth: int | None = None, seen: frozenset[str] = frozenset()) -> list[str]:
-        """The ops no Python file of the application names (``app_unnamed``) that bind ``name`` or a function
-        that references it (followed as ``uncalled`` does), by the references already looked up."""
+    def unnamed_ops(self, name: str, among: Iterable[str] | None = None, depth: int | None = None,
+                    seen: frozenset[str] = frozenset()) -> list[str]:
+        """The ops no Python file of the application names (``app_unnamed``, or the ops ``among``) that bind
+        ``name`` or a function that references it (followed as ``uncalled`` does), by the references already looked
+        up."""
         if depth is None:
             depth = self.follow
+        if among is None:
+            among = self.app_unnamed
         out: list[str] = []
         for caller in sorted(self._referrers.get(name, set()) - seen - {name}):
             if caller.startswith(_OP):
-                if caller[len(_OP):] in self.app_unnamed:
+                if caller[len(_OP):] in among:
                     out.append(caller[len(_OP):])
             elif depth > 0 and not caller.startswith(_PY):
-                out += self.unnamed_ops(caller, depth - 1, seen | {name})
+                out += self.unnamed_ops(caller, among, depth - 1, seen | {name})
         return list(dict.fromkeys(out))
 
     def timing_only(self, name: str) -> list[str] | None:
@@ -1465,6 +1471,10 @@ def _verdict(index: CallerIndex, name: str, asked: str) -> list[str] | None:
         verdict = [_HARNESS, ops[0], sibling, *users]
     elif verdict and len(unnamed) == len(verdict):  # reached only through ops nothing names, of wrapped modules
         verdict = [_UNNAMED, unnamed[0], *index.module_unnamed[unnamed[0]]]
+    elif verdict and index.module_unnamed:
+        unnamed = index.unnamed_ops(asked, index.module_unnamed)
+        if unnamed:  # dead through C++ callers that only such ops bind
+            verdict = [_UNNAMED, unnamed[0], *index.module_unnamed[unnamed[0]]]
     elif verdict and index.app_site and index.app_unnamed:
         unnamed = index.unnamed_ops(asked)
         if unnamed:  # dead only because the application names none of the ops that bind it

@@ -7,13 +7,20 @@ ops one by one (``shadowkv.apply_rotary_pos_emb_new(...)``, ``from ext import op
 whole, an outside caller would have to import the extension itself and call an op its package never wraps: the op
 is dead code of the tree. This module reads the two sides of that question:
 
+The module must be the tree's own: imported through a package or folder of the tree (``from kernels import
+shadowkv``, ``from . import _C``, ``import pkg._C as ops``). A module the tree imports at top level (``import
+awq_inference_engine``, ``from EETQ import w8_a16_gemm``) is installed as a package of its own, and other projects
+import it the same way and call its ops directly (TGI calls llm-awq's ``awq_inference_engine.gemm_forward_cuda``,
+which llm-awq's own Python no longer names): such an op stays live.
+
 ``blocks_binding`` finds the module blocks of a C++ file that bind an op through the block's module variable
 (``m.def("op", ...)``; a ``py::class_`` chain, a submodule or a ``TORCH_LIBRARY`` ``m.def``/``m.impl`` is not such a
 binding, and any other binding of the op leaves it alone); ``module_uses`` reads a Python file's uses of a module
 imported under one of the extension's names: attribute access (``mod.op``), ``getattr(mod, "literal")``, a
 ``from pkg.mod import op`` and tests of the module (``mod is None``, ``if mod:``) take ops one by one; anything else
 (the module passed, returned, stored, ``getattr(mod, name)`` with a computed name, a star import, the module's name
-given as a string to a call such as ``importlib.import_module`` or ``cpp_extension.load``) may hand it out.
+given as a string to a call such as ``importlib.import_module`` or ``cpp_extension.load``, a top-level import) may
+hand it out.
 """
 
 from __future__ import annotations
@@ -93,6 +100,12 @@ def module_uses(tree: ast.Module, names: frozenset[str], roots: frozenset[str] |
         return level > 0 or (top not in _OTHER_LIBRARIES and (roots is None or top in roots))
 
     for n in ast.walk(tree):
+        # the module imported at top level (`import ext`, `from ext import op`): installed as a package of its own,
+        # which outside code imports the same way (TGI calls llm-awq's `awq_inference_engine.gemm_forward_cuda`)
+        if isinstance(n, ast.ImportFrom) and not n.level and n.module in names:
+            out.handed_out = True
+        elif isinstance(n, ast.Import) and any(a.name in names for a in n.names):
+            out.handed_out = True
         if isinstance(n, ast.ImportFrom) and ours(n.module or "", n.level):
             if (n.module or "").rpartition(".")[2] in names:  # `from pkg.ext import op`
                 for a in n.names:

@@ -4,8 +4,9 @@
 but never these two; a plain-torch Python function ``apply_rotary_pos_emb`` and methods of that name, called as a
 bare name and as ``self.apply_rotary_pos_emb(...)``, are not the op). Its C++ errors are warnings that say so; an
 op Python, an example or a doc names, a module handed out whole (star import, ``getattr`` with a computed name, the
-module passed, returned or stored, loaded by name), a ``TORCH_LIBRARY`` op and a module only tests take ops from
-keep the error."""
+module passed, returned or stored, loaded by name, imported at top level as a package of its own, which other
+projects import too: TGI calls llm-awq's ``awq_inference_engine.gemm_forward_cuda``), a ``TORCH_LIBRARY`` op and a
+module only tests take ops from keep the error."""
 
 from __future__ import annotations
 
@@ -102,13 +103,22 @@ def test_ops_nothing_names_of_a_module_the_tree_takes_op_by_op_are_warnings(tmp_
     assert got[0][2].startswith("`kern` is launched with no stream argument")
     # the sibling shown is the one whose name is nearest the op's
     assert "(`shadowkv.rope_new` in models/tensor_op.py)" in got[2][2]
-    # a module named in its block, imported as an alias, its sibling taken by a from-import
+    # a module named in its block, imported as an alias through its package, its sibling taken by a from-import
     literal = MAIN.replace("TORCH_EXTENSION_NAME", "_rope_ops")
     user = "import torch\nfrom kernels._rope_ops import rope_new\nimport kernels._rope_ops as ops\n\n\n" \
            "def rope_cuda(x):\n    rope_new(x)\n    return ops.rope_new(x)\n\n\ndef rope(q, k, cos, sin):\n    return q\n"
     got = rows(tree(tmp_path, "a2", **{"setup.py": "", "kernels/main.cu": literal, "models/tensor_op.py": user}))
     assert [(fn, s) for fn, s, _ in got] == [("rope", "warning"), ("rope_new", "error"), ("rope_push", "warning")]
     assert "of extension module `_rope_ops`" in got[0][2]
+
+
+def test_a_function_only_such_an_op_reaches_through_c_plus_plus_says_so(tmp_path):
+    rope = ROPE.replace("void rope_push(torch::Tensor x) { kern<<<1, 1>>>(x.data_ptr<float>()); }",
+                        "void push_impl(float* p) { kern<<<1, 1>>>(p); }\n"
+                        "void rope_push(torch::Tensor x) { push_impl(x.data_ptr<float>()); }")
+    got = rows(tree(tmp_path, "t", **{"kernels/rope.cu": rope}))
+    assert [(fn, s) for fn, s, _ in got] == [("push_impl", "warning"), ("rope", "warning"), ("rope_new", "error")]
+    assert "`push_impl` is bound as op `rope_push` of extension module `shadowkv`, but nothing" in got[0][2]
 
 
 def test_a_python_function_or_method_of_the_op_s_name_does_not_name_it(tmp_path):
@@ -149,6 +159,11 @@ def test_a_module_handed_out_whole_keeps_the_errors(tmp_path):
     assert severities(tree(tmp_path, "k", **{"models/tensor_op.py": passed})) == errors
     loaded = "import importlib\n\nops = importlib.import_module('kernels.shadowkv')\n"
     assert severities(tree(tmp_path, "l", **{"models/loader.py": loaded})) == errors
+    # the module imported at top level: a package of its own, which other projects import and call directly
+    top = TENSOR_OP.replace("from kernels import shadowkv", "import shadowkv")
+    assert severities(tree(tmp_path, "u", **{"models/tensor_op.py": top})) == errors
+    top = "from shadowkv import rope_new\n\n\ndef rope_cuda(x):\n    return rope_new(x)\n"
+    assert severities(tree(tmp_path, "v", **{"models/cuda_op.py": top})) == errors
     # a module __getattr__ may hand out any op
     forwarded = "from kernels import shadowkv\n\n\ndef __getattr__(name):\n    return 1\n"
     assert severities(tree(tmp_path, "m", **{"models/__init__.py": forwarded})) == errors
