@@ -477,8 +477,8 @@ def optional_ranges(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: Sequence[
             if not isinstance(node, ast.If) or not node.body:
                 continue
             test = node.test
-            tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-            switch = next((t.id for t in tests if isinstance(t, ast.Name) and t.id in switches and t.id not in local),
+            parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+            switch = next((t.id for t in parts if isinstance(t, ast.Name) and t.id in switches and t.id not in local),
                           None)
             if switch is not None:
                 key, line = switches[switch]

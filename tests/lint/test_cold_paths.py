@@ -187,6 +187,43 @@ def test_a_caller_that_omits_the_optional_argument_keeps_the_error(tmp_path):
     assert "as `prefill` (engine.py:" in loud[0][4]
 
 
+def test_a_module_level_environment_switch_keeps_the_optional_argument_fallbacks(tmp_path):
+    # the function tests an environment switch too: its fallback arm is still a range, and the callers decide
+    ops = """\
+        import os
+        import torch
+        import triton
+        import triton.language as tl
+
+        FAST = os.getenv("K", "0") == "1"
+
+        @triton.jit
+        def kern(x_ptr, n, BLOCK: tl.constexpr):
+            pass
+
+        def decode(q: torch.Tensor, lens: torch.Tensor, max_len=None):
+            if FAST:
+                q = q * 2
+            m = lens.max().item() if max_len is None else max_len
+            kern[(m,)](q, 1, BLOCK=64)
+    """
+    files = {"p/__init__.py": "", "p/ops.py": ops, "p/engine.py": """\
+        import torch
+        from p.ops import decode
+
+        def step(q, lens, cfg, graph):
+            with torch.cuda.graph(graph):
+                decode(q, lens, max_len=cfg.max_len)
+    """}
+    quiet = [f for f in found(make(tmp_path / "a", files)) if f[2] == "GC101"]
+    assert [(line, c, s) for _, line, c, s, _ in quiet] == [(15, "GC101", "warning")]
+    assert "runs only when the caller omits `max_len`" in quiet[0][4]
+    files["p/engine.py"] = files["p/engine.py"].replace("max_len=cfg.max_len", "")
+    loud = [f for f in found(make(tmp_path / "b", files)) if f[2] == "GC101"]
+    assert [(line, c, s) for _, line, c, s, _ in loud] == [(15, "GC101", "error")]
+    assert "as `step` (engine.py:" in loud[0][4]
+
+
 def test_a_cache_keyed_on_a_tensors_version_misses_again_at_capture():
     loud = lint('''
         _LENGTHS_CACHE = {}
