@@ -243,6 +243,14 @@ class _Summarizer:
                     ext_ops.append([loader, func.attr])
             callee = self.dotted(func, info)
             if callee is None:
+                for base in self.super_init(node, info):  # `super().__init__(...)`: the base class's
+                    calls.append(base)
+                    args.append(self.call_record(node, base, info, flags))
+                    where = next((c for c in cold_ranges if c.start <= node.lineno <= c.end), None)
+                    if where is None:
+                        warm.add(base)
+                    else:
+                        cold.setdefault(base, (where.why, where.kind))
                 continue
             calls.append(callee)
             if callee.split(".", 1)[0] not in _EXTERNAL:  # maybe a call into the tree: what it passes, where
@@ -359,6 +367,26 @@ class _Summarizer:
                 out[cls] = known
         return out
 
+    def super_init(self, node: ast.Call, info: FuncInfo) -> list[str]:
+        """The ``__init__`` a ``super().__init__(...)`` call of a method runs (``super(C, self)`` for a class
+        ``C`` of this module too), as ``base.__init__`` for each base class the class names: one for a single
+        base, every one of several (which one runs follows the instances' MRO: each may). [] when the class
+        or its bases cannot be named."""
+        func = node.func
+        if not (info.is_method and isinstance(func, ast.Attribute) and func.attr == "__init__"
+                and isinstance(func.value, ast.Call) and isinstance(func.value.func, ast.Name)
+                and func.value.func.id == "super" and "super" not in self.imports and "super" not in self.toplevel):
+            return []
+        given = func.value.args
+        if not given:
+            cls = _class_qualname(info)
+        elif len(given) == 2 and isinstance(given[0], ast.Name) and given[0].id in self.classes:
+            cls = given[0].id  # a top-level class of this module
+        else:
+            return []
+        return [f"{base}.__init__" for base in self.classes.get(cls or "", ())
+                if base.split(".", 1)[0] not in _EXTERNAL]
+
     def call_record(self, node: ast.Call, callee: str, info: FuncInfo,
                     flags: dict[str, Flag] | None = None) -> list[Any]:
         """[callee, line, called as an attribute, codes of positional args, codes of keywords, star], and when
@@ -369,7 +397,8 @@ class _Summarizer:
         given = [a for a in node.args if not isinstance(a, ast.Starred)]
         pos = "".join(self.coder.code(a, fn, cls) for a in given)
         kws = {k.arg: self.coder.code(k.value, fn, cls) for k in node.keywords if k.arg}
-        record = [callee, node.lineno, int(isinstance(node.func, ast.Attribute)), pos, kws, int(star)]
+        bound = isinstance(node.func, ast.Attribute) and not _unbound_call(node, info)
+        record = [callee, node.lineno, int(bound), pos, kws, int(star)]
         if flags:
             passed = [(f"#{i}", a) for i, a in enumerate(given)] + [(k.arg, k.value) for k in node.keywords if k.arg]
             forwards = {}
@@ -442,6 +471,19 @@ def _main_blocks(tree: ast.Module) -> list[ast.If]:
                 and isinstance(test.ops[0], ast.Eq)):
             out.append(stmt)
     return out
+
+
+def _unbound_call(node: ast.Call, info: FuncInfo) -> bool:
+    """``Base.__init__(self, ...)`` in a method: a method called through its class, the caller's own ``self``
+    passed first (it fills the first parameter, as for a plain function)."""
+    a = info.node.args
+    own = [*a.posonlyargs, *a.args]
+    if not info.is_method or not own or not node.args:
+        return False
+    first, this = node.args[0], own[0].arg
+    func = node.func
+    return (isinstance(first, ast.Name) and first.id == this and isinstance(func, ast.Attribute)
+            and not (isinstance(func.value, ast.Name) and func.value.id == this))
 
 
 def _class_qualname(info: FuncInfo) -> str | None:

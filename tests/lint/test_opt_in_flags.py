@@ -250,3 +250,72 @@ def test_a_self_flag_set_in_init_from_an_opt_in_parameter(tmp_path):
             self.sync = True
 """
     assert [(c, s) for _, c, s, _ in run("Layer(64)", ops=elsewhere, sub="set")] == [("GC110", "error")]
+
+
+SUBCLASS_RUNNER = """\
+    import torch
+    from p.ops import SyncLayer
+
+    class Runner:
+        def __init__(self):
+            self.layer = {build}
+
+        def step(self, x, graph):
+            with torch.cuda.graph(graph):
+                self.layer(x)
+"""
+
+
+def test_a_subclass_that_turns_the_flag_on_through_its_base_init_keeps_the_error(tmp_path):
+    def run(init: str, sub: str, build: str = "SyncLayer(64)", bases: str = "Layer", extra: str = ""):
+        ops = LAYER + f"""\
+
+
+    {extra}class SyncLayer({bases}):
+        def __init__(self, dim: int, sync: bool = False):
+            {init}
+"""
+        files = {"p/__init__.py": "", "p/ops.py": ops, "p/engine.py": SUBCLASS_RUNNER.format(build=build)}
+        return [(f.line, f.code, f.severity.value, f.message) for f in tree_findings(make(tmp_path / sub, files))
+                if f.path.endswith("ops.py")]
+
+    for sub, init in [("super", "super().__init__(dim, sync=True)"),
+                      ("positional", "super().__init__(dim, True)"),
+                      ("named", "super(SyncLayer, self).__init__(dim, sync=True)"),
+                      ("explicit", "Layer.__init__(self, dim, sync=True)"),
+                      ("explicit_positional", "Layer.__init__(self, dim, True)")]:
+        loud = run(init, sub)
+        assert [(line, c, s) for line, c, s, _ in loud] == [(12, "GC110", "error")], sub
+        assert "`SyncLayer.__init__` (ops.py:18) turns it on through `Layer.__init__`'s `sync`" in loud[0][3], sub
+    # passed on from the subclass's own flag: on when its caller turns that on
+    loud = run("super().__init__(dim, sync=sync)", "passed", build="SyncLayer(64, sync=True)")
+    assert [(c, s) for _, c, s, _ in loud] == [("GC110", "error")]
+    assert "passes on a flag of its own, which `Runner.__init__` (engine.py:6) turns on" in loud[0][3]
+    # several bases: whichever the instances' MRO runs, it may be this one
+    extra = "class Mixin:\n        def hello(self):\n            return 1\n\n\n    "
+    assert [(c, s) for _, c, s, _ in run("super().__init__(dim, sync=True)", "mixin", bases="Mixin, Layer",
+                                         extra=extra)] == [("GC110", "error")]
+
+
+def test_a_subclass_that_leaves_the_flag_off_stays_a_warning(tmp_path):
+    def run(init: str, sub: str, build: str = "SyncLayer(64)"):
+        ops = LAYER + f"""\
+
+
+    class SyncLayer(Layer):
+        def __init__(self, dim: int, sync: bool = False):
+            {init}
+"""
+        files = {"p/__init__.py": "", "p/ops.py": ops, "p/engine.py": SUBCLASS_RUNNER.format(build=build)}
+        return [(c, s, m) for _, c, s, m in ((f.line, f.code, f.severity.value, f.message)
+                                              for f in tree_findings(make(tmp_path / sub, files))
+                                              if f.path.endswith("ops.py"))]
+
+    for sub, init in [("omitted", "super().__init__(dim)"),
+                      ("false", "super().__init__(dim, sync=False)"),
+                      ("explicit_omitted", "Layer.__init__(self, dim)"),
+                      ("explicit_false", "Layer.__init__(self, dim, False)"),
+                      ("passed_off", "super().__init__(dim, sync=sync)")]:
+        quiet = run(init, sub)
+        assert [(c, s) for c, s, _ in quiet] == [("GC110", "warning")], sub
+        assert "no caller in the tree turns it on" in quiet[0][2], sub
