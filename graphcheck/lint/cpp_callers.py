@@ -75,6 +75,7 @@ from graphcheck.config import DEFAULT_THIRD_PARTY
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint.cache import read_verdicts, write_verdicts
 from graphcheck.lint.cpp_pyrefs import _LIVE, _PY, PythonRefs, _module_at
+from graphcheck.lint.cpp_text import open_paren_after
 from graphcheck.lint.files import common_folder as files_common
 
 if TYPE_CHECKING:
@@ -416,27 +417,7 @@ class _CppFile:
         """Whether the name at ``start:end`` is declared or defined there (``void f(``, ``template void f<T>(``),
         not called or taken as a value. Ambiguous cases are calls: a reference keeps an error."""
         text = self.text
-        k = end
-        n = len(text)
-        while k < n and text[k] in " \t\r\n":
-            k += 1
-        if k < n and text[k] == "<":  # template arguments, bounded
-            depth = 0
-            stop = min(n, k + 400)
-            while k < stop:
-                if text[k] == "<":
-                    depth += 1
-                elif text[k] == ">":
-                    depth -= 1
-                    if depth == 0:
-                        k += 1
-                        break
-                elif text[k] in ";{}()":
-                    return False
-                k += 1
-            while k < n and text[k] in " \t\r\n":
-                k += 1
-        if k >= n or text[k] != "(":
+        if open_paren_after(text, end) < 0:
             return False  # `&f`, `f,`: a use as a value
         j = start - 1
         for _ in range(8):  # a qualifier chain `ns::Class::f`, bounded

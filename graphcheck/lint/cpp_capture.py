@@ -76,6 +76,17 @@ def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
+def _read(path: str, sources: LintedSources | None) -> bytes | None:
+    """A C++ file's bytes, from ``sources`` when the caller passes them (read once per run), else from disk."""
+    try:
+        if sources is not None:
+            return sources.read(path)
+        with open(path, "rb") as fh:
+            return fh.read(_MAX_FILE)
+    except OSError:
+        return None
+
+
 def tree_facts(paths: Sequence[str], sources: LintedSources | None = None) -> TreeFacts:
     """Scan the C++ files ``paths`` (their bytes from ``sources`` where the caller passes read them);
     stops at the first capture or PyTorch/TVM-FFI use."""
@@ -84,13 +95,8 @@ def tree_facts(paths: Sequence[str], sources: LintedSources | None = None) -> Tr
 
     facts = TreeFacts()
     for path in paths:
-        try:
-            if sources is not None:
-                data = sources.read(path)
-            else:
-                with open(path, "rb") as fh:
-                    data = fh.read(_MAX_FILE)
-        except OSError:
+        data = _read(path, sources)
+        if data is None:
             continue
         graph = any(w in data for w in _GRAPH_BYTES)
         interop = any(w in data for w in _INTEROP_BYTES)
@@ -131,13 +137,8 @@ def first_begin(paths: Sequence[str], sources: LintedSources | None = None) -> t
     from graphcheck.lint.files import decode
 
     for path in paths:
-        try:
-            if sources is not None:
-                data = sources.read(path)
-            else:
-                with open(path, "rb") as fh:
-                    data = fh.read(_MAX_FILE)
-        except OSError:
+        data = _read(path, sources)
+        if data is None:
             continue
         if not any(w in data for w in _BEGIN_BYTES):
             continue

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint.cpp_callers import _MAX_FILE, CallerIndex, LintedSources, _CppFile, timing_function
+from graphcheck.lint.cpp_text import open_paren_after
 
 _FOLLOW = 8  # levels of C++ callers that pass the flag on, followed before it counts as possibly on
 _OFF = frozenset({"false", "0"})
@@ -202,7 +203,7 @@ class _FlagIndex:
             for m in re.finditer(r"(?<![\w])" + re.escape(name) + r"(?![\w])", cpp.text):
                 if not cpp._declares(m.start(), m.end()):
                     continue
-                open_at = _open_paren(cpp.text, m.end())
+                open_at = open_paren_after(cpp.text, m.end())
                 close = pairs.get(open_at, -1) if open_at >= 0 else -1
                 if close < 0:
                     continue
@@ -250,7 +251,7 @@ class _FlagIndex:
                 region = cpp.loc.region(p)
                 if text[m.end() : m.end() + 16].lstrip().startswith("<<<"):
                     continue  # a kernel launch: a kernel of the name, not this host function
-                open_at = _open_paren(text, m.end())
+                open_at = open_paren_after(text, m.end())
                 if open_at >= 0 and cpp._directive(p) is None:  # a call
                     close = pairs.get(open_at, -1)
                     if close < 0:
@@ -534,31 +535,6 @@ def _dict_keys(tree: ast.Module, node: ast.expr) -> dict[str, ast.expr] | None:
 
 def _off_constant(value: ast.expr) -> bool:
     return isinstance(value, ast.Constant) and type(value.value) in (bool, int) and value.value in _PY_OFF
-
-
-def _open_paren(text: str, end: int) -> int:
-    """Where the ``(`` of a call or head after a name ending at ``end`` is (template arguments skipped), or -1."""
-    n = len(text)
-    k = end
-    while k < n and text[k] in " \t\r\n":
-        k += 1
-    if k < n and text[k] == "<":
-        depth = 0
-        stop = min(n, k + 400)
-        while k < stop:
-            if text[k] == "<":
-                depth += 1
-            elif text[k] == ">":
-                depth -= 1
-                if depth == 0:
-                    k += 1
-                    break
-            elif text[k] in ";{}()":
-                return -1
-            k += 1
-        while k < n and text[k] in " \t\r\n":
-            k += 1
-    return k if k < n and text[k] == "(" else -1
 
 
 def _split_args(text: str, open_at: int, close: int, pairs: dict[int, int]) -> list[str]:

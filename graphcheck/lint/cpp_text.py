@@ -42,3 +42,28 @@ def _enclosing(text: str, pos: int, pairs: dict[int, int], opens: list[int], flo
             return
         if pairs.get(b, len(text)) >= pos:
             yield b
+
+
+def open_paren_after(text: str, end: int) -> int:
+    """Where the ``(`` of a call or head after a name ending at ``end`` is (template arguments skipped), or -1."""
+    n = len(text)
+    k = end
+    while k < n and text[k] in " \t\r\n":
+        k += 1
+    if k < n and text[k] == "<":
+        depth = 0
+        stop = min(n, k + 400)
+        while k < stop:
+            if text[k] == "<":
+                depth += 1
+            elif text[k] == ">":
+                depth -= 1
+                if depth == 0:
+                    k += 1
+                    break
+            elif text[k] in ";{}()":
+                return -1
+            k += 1
+        while k < n and text[k] in " \t\r\n":
+            k += 1
+    return k if k < n and text[k] == "(" else -1
