@@ -853,13 +853,9 @@ def _ancestor_builds(top: str) -> bool:
 
 
 def _read(path: str, sources: LintedSources | None) -> bytes:
-    try:
-        if sources is not None:
-            return sources.read(path)
-        with open(path, "rb") as fh:
-            return fh.read(_MAX_FILE)
-    except OSError:
-        return b""
+    from graphcheck.lint.cpp_callers import read_source
+
+    return read_source(path, sources, _MAX_FILE)
 
 
 def _blanked(raw: bytes, spans: Sequence[tuple[int, int]]) -> bytes:

@@ -446,6 +446,18 @@ class _CppFile:
         return False
 
 
+def read_source(path: str, sources: LintedSources | None, limit: int = _MAX_FILE) -> bytes:
+    """A file's bytes, from ``sources`` when the caller passes them (read once per run), else at most ``limit``
+    of them from disk; ``b""`` when it cannot be read."""
+    try:
+        if sources is not None:
+            return sources.read(path)
+        with open(path, "rb") as fh:
+            return fh.read(limit)
+    except OSError:
+        return b""
+
+
 class LintedSources:
     """The bytes of the linted files, read once per run and shared by the passes that search them
     (``demote_uncalled`` and ``cpp_ops.demote_cold_ops``), with each C++ file read as C++ and each Python file
@@ -804,18 +816,24 @@ class CallerIndex:
         """The last part of the name of each extension module a build script of the tree gives (setuptools
         ``*Extension(name=...)``, ``cpp_extension.load(name=...)``, CMake ``pybind11_add_module``)."""
         if self._built_names is None:
-            built: set[str] = set()
-            for (_path, language), raw in zip(self.files, self._index()):
-                if language == "python" and (b"Extension" in raw or b"load" in raw):
-                    built.update(m.group(1).decode() for m in _EXT_NAME.finditer(raw))
-            for cmake in cmake_files(self.files):
-                try:
-                    with open(cmake, "rb") as fh:
-                        built.update(m.group(1).decode() for m in _CMAKE_MODULE.finditer(fh.read(_MAX_FILE)))
-                except OSError:
-                    pass
-            self._built_names = {n.rpartition(".")[2] for n in built}
+            self._built_names = {n.rpartition(".")[2] for n in self._build_script_names()}
         return self._built_names
+
+    def _build_script_names(self) -> set[str]:
+        """The full names of the extension modules the tree's build scripts give: setuptools
+        ``*Extension(name=...)`` and ``cpp_extension.load(name=...)`` in Python files, CMake
+        ``pybind11_add_module``/``Python_add_library`` targets."""
+        built: set[str] = set()
+        for (_path, language), raw in zip(self.files, self._index()):
+            if language == "python" and (b"Extension" in raw or b"load" in raw):
+                built.update(m.group(1).decode() for m in _EXT_NAME.finditer(raw))
+        for cmake in cmake_files(self.files):
+            try:
+                with open(cmake, "rb") as fh:
+                    built.update(m.group(1).decode() for m in _CMAKE_MODULE.finditer(fh.read(_MAX_FILE)))
+            except OSError:
+                pass
+        return built
 
     def _module_uses(self, names: frozenset[str]) -> dict[str, tuple[str, str]] | None:
         """The attributes the tree's own Python (linted, outside tests and benchmarks) takes one by one from an
@@ -942,26 +960,18 @@ class CallerIndex:
             self._root_names = self.sources.roots
         if self._root_names is None:
             data = self._index()
-            built: set[str] = set()  # module names a build script gives
+            built = self._build_script_names()  # module names a build script gives
             declared: set[str] = set()  # literal PYBIND11_MODULE names and TORCH_LIBRARY namespaces
             by_macro = False
             folders: set[str] = set()
             for (path, language), raw in zip(self.files, data):
                 folders.add(os.path.dirname(os.path.abspath(path)))
-                if language == "python" and (b"Extension" in raw or b"load" in raw):
-                    built.update(m.group(1).decode() for m in _EXT_NAME.finditer(raw))
-                elif language == "cpp" and (b"_MODULE" in raw or b"TORCH_LIBRARY" in raw):
+                if language == "cpp" and (b"_MODULE" in raw or b"TORCH_LIBRARY" in raw):
                     for m in _MODULE_DECL.finditer(raw):
                         if _is_macro_name(m.group(2).decode()) and m.group(1) != b"TORCH_LIBRARY":
                             by_macro = True
                         else:
                             declared.add(m.group(2).decode())
-            for cmake in cmake_files(self.files):
-                try:
-                    with open(cmake, "rb") as fh:
-                        built.update(m.group(1).decode() for m in _CMAKE_MODULE.finditer(fh.read(_MAX_FILE)))
-                except OSError:
-                    pass
             if not (built or declared) or (by_macro and not built):
                 self._root_names = frozenset()
             else:

@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from graphcheck.lint.cpp_callers import LintedSources
     from graphcheck.lint.project import ProjectIndex
 
-_MAX_FILE = 8 * 1024 * 1024
 _GRAPH = re.compile(
     r"\b(?:cudaStreamBeginCapture\w*|cuStreamBeginCapture\w*|cudaStreamEndCapture|cuStreamEndCapture"
     r"|cudaGraph(?!ics)\w*|cuGraph(?!ics)\w*|CUDAGraph|cudaStreamIsCapturing|cuStreamIsCapturing"
@@ -76,40 +75,37 @@ def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def _read(path: str, sources: LintedSources | None) -> bytes | None:
-    """A C++ file's bytes, from ``sources`` when the caller passes them (read once per run), else from disk."""
+def _blank_source(data: bytes, path: str) -> tuple[str, str] | None:
+    """(source, blanked text) of a C++ file's bytes; None when it cannot be decoded or is a test or benchmark
+    program (a ``main``: what it captures or includes says nothing of the tree)."""
+    from graphcheck.lint import cpp_rules
+    from graphcheck.lint.files import decode
+
     try:
-        if sources is not None:
-            return sources.read(path)
-        with open(path, "rb") as fh:
-            return fh.read(_MAX_FILE)
-    except OSError:
+        source = decode(data, "cpp").replace("\r\n", "\n").replace("\r", "\n")
+    except (UnicodeDecodeError, LookupError, SyntaxError):
         return None
+    text, _ = cpp_rules.blank(source)
+    return None if cpp_rules.is_program(text, path) else (source, text)
 
 
 def tree_facts(paths: Sequence[str], sources: LintedSources | None = None) -> TreeFacts:
     """Scan the C++ files ``paths`` (their bytes from ``sources`` where the caller passes read them);
     stops at the first capture or PyTorch/TVM-FFI use."""
-    from graphcheck.lint import cpp_rules
-    from graphcheck.lint.files import decode
+    from graphcheck.lint.cpp_callers import read_source
 
     facts = TreeFacts()
     for path in paths:
-        data = _read(path, sources)
-        if data is None:
-            continue
+        data = read_source(path, sources)
         graph = any(w in data for w in _GRAPH_BYTES)
         interop = any(w in data for w in _INTEROP_BYTES)
         module = any(w in data for w in _MODULE_BYTES)
         if not (graph or interop or module):
             continue
-        try:
-            source = decode(data, "cpp").replace("\r\n", "\n").replace("\r", "\n")
-        except (UnicodeDecodeError, LookupError, SyntaxError):
+        read = _blank_source(data, path)
+        if read is None:
             continue
-        text, _ = cpp_rules.blank(source)
-        if cpp_rules.is_program(text, path):  # what a test binary captures or includes says nothing
-            continue
+        source, text = read
         if graph and (m := _GRAPH.search(text)) is not None:
             facts.graph = (path, _line(text, m.start()), m.group())
             return facts
@@ -134,21 +130,18 @@ def first_begin(paths: Sequence[str], sources: LintedSources | None = None) -> t
     that captures its own graphs (``deadcode.first_capture`` finds the Python ones). Test and benchmark
     programs (a ``main``) do not count. None when there is none."""
     from graphcheck.lint import cpp_rules
-    from graphcheck.lint.files import decode
+    from graphcheck.lint.cpp_callers import read_source
 
     for path in paths:
-        data = _read(path, sources)
-        if data is None:
-            continue
+        data = read_source(path, sources)
         if not any(w in data for w in _BEGIN_BYTES):
             continue
-        try:
-            source = decode(data, "cpp").replace("\r\n", "\n").replace("\r", "\n")
-        except (UnicodeDecodeError, LookupError, SyntaxError):
+        read = _blank_source(data, path)
+        if read is None:
             continue
-        text, _ = cpp_rules.blank(source)
+        text = read[1]
         m = _BEGIN.search(text)
-        if m is None or cpp_rules.is_program(text, path):
+        if m is None:
             continue
         region = next((r for r in cpp_rules.function_regions(text) if r.start <= m.start() < r.end and r.name), None)
         word = m.group().lstrip(".->").split("(")[0].strip()
