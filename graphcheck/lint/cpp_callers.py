@@ -76,6 +76,7 @@ from graphcheck.findings import Finding, Severity
 from graphcheck.lint.cache import read_verdicts, write_verdicts
 from graphcheck.lint.cpp_pyrefs import _LIVE, _PY, PythonRefs, _module_at
 from graphcheck.lint.cpp_text import open_paren_after
+from graphcheck.lint.files import below as files_below
 from graphcheck.lint.files import common_folder as files_common
 
 if TYPE_CHECKING:
@@ -1214,7 +1215,8 @@ def _shown(caller: str) -> str:
 def cmake_files(files: Sequence[tuple[str, str]]) -> list[str]:
     """The ``CMakeLists.txt`` next to the linted files and in the folders above them, up to the files' common
     folder: the build scripts the extension-name search reads, so the verdict cache is keyed on them too."""
-    top = os.path.abspath(_top(files)) if _top(files) else ""
+    common = _top(files)
+    top = os.path.abspath(common) if common else ""
     seen: set[str] = set()
     out: list[str] = []
     for folder in sorted({os.path.dirname(os.path.abspath(path)) for path, _language in files}):
@@ -1438,7 +1440,7 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
         if path not in cpp_paths:
             out[path] = found
             continue
-        where = os.path.relpath(path, top) if top else path
+        where = files_below(path, top) if top else path
         out[path] = [_demoted(f, verdicts[f"{path}\0{f.function}"], where)  # type: ignore[arg-type]
                      if f.severity is Severity.ERROR and f.function and not f.code.startswith("GC0")
                      and verdicts.get(f"{path}\0{f.function}") is not None else f

@@ -222,7 +222,7 @@ def _default_excluded(found: Sequence[files_mod.SourceFile], paths: Sequence[str
         best = _deepest_root(sf.path, dirs)
         if best is None or best in asked:
             continue
-        parts = os.path.relpath(sf.path, best).split(os.sep)
+        parts = files_mod.below(sf.path, best).split(os.sep)
         if any(excluded_part.match(part) for part in parts):
             out.add(sf.path)
     return out
@@ -252,7 +252,7 @@ def _third_party(found: Sequence[files_mod.SourceFile], paths: Sequence[str | os
         best = _deepest_root(sf.path, dirs)
         if best is None:
             continue
-        parts = os.path.relpath(sf.path, best).split(os.sep)[:-1]
+        parts = files_mod.below(sf.path, best).split(os.sep)[:-1]
         folder = best
         for part in parts:
             folder = os.path.join(folder, part)

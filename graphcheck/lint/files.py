@@ -112,6 +112,17 @@ def language_of(name: str) -> str | None:
     return None
 
 
+def below(path: str, root: str) -> str:
+    """``os.path.relpath(path, root)``, by slicing when ``path`` is already a path below ``root`` (the linted
+    files of a walk are: relpath normalizes both paths again, and a run asks it of every file several times)."""
+    prefix = root.rstrip(os.sep) + os.sep
+    if path.startswith(prefix) and len(path) > len(prefix):
+        rest = path[len(prefix):]
+        if os.sep + os.sep not in rest and not any(p in (".", "..") for p in rest.split(os.sep)):
+            return rest
+    return os.path.relpath(path, root)
+
+
 def display_path(path: str, given: str, cwd: str) -> str:
     """Relative to ``cwd`` when under it, else as given; POSIX separators."""
     if path == cwd or path.startswith(cwd.rstrip(os.sep) + os.sep):
@@ -229,7 +240,7 @@ def _walk(top: str, shown_top: str, excluded,
         language = language_of(abs_path)
         if language is None:
             continue
-        yield abs_path, os.path.normpath(os.path.join(shown_top, os.path.relpath(abs_path, top))), language, None
+        yield abs_path, os.path.normpath(os.path.join(shown_top, below(abs_path, top))), language, None
     yield from problems()
 
 

@@ -90,3 +90,20 @@ def test_excluded_count_is_reported(tree, capsys):
     out = capsys.readouterr().out
     assert "9 files excluded" in out
     assert os.path.exists(tree / "pkg" / "ops.py")
+
+
+def test_below_is_relpath_for_every_shape_of_path() -> None:
+    """``files.below`` slices only where that gives what ``os.path.relpath`` gives; odd paths take relpath."""
+    import os
+
+    from graphcheck.lint.files import below
+
+    root = os.path.join(os.sep, "work", "tree")
+    cases = [os.path.join(root, "pkg", "mod.py"), os.path.join(root, "a.cu"),
+             root + os.sep + "pkg" + os.sep + os.sep + "x.py", os.path.join(root, "pkg", "..", "y.py"),
+             os.path.join(root, ".", "z.py"), os.path.join(os.sep, "work", "treehouse", "b.py"),
+             os.path.join(os.sep, "elsewhere", "c.py"), root]
+    for path in cases:
+        for top in (root, root + os.sep):
+            assert below(path, top) == os.path.relpath(path, top), (path, top)
+    assert below(os.path.join("rel", "pkg", "m.py"), "rel") == os.path.join("pkg", "m.py")
