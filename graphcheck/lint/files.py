@@ -118,7 +118,8 @@ def below(path: str, root: str) -> str:
     prefix = root.rstrip(os.sep) + os.sep
     if path.startswith(prefix) and len(path) > len(prefix):
         rest = path[len(prefix):]
-        if os.sep + os.sep not in rest and not any(p in (".", "..") for p in rest.split(os.sep)):
+        # no empty, `.` or `..` part (a part that starts with a dot, a hidden folder too, takes relpath)
+        if os.sep + os.sep not in rest and os.sep + "." not in os.sep + rest:
             return rest
     return os.path.relpath(path, root)
 

@@ -103,13 +103,20 @@ class ScopeNames:
         plain = [fnmatch.translate(p) for p in self.patterns if "." not in p]
         self._dotted = re.compile("|".join(dotted)) if dotted else None
         self._plain = re.compile("|".join(plain)) if plain else None
+        self._parts: dict[str, bool] = {}  # a name part -> whether a glob without a dot matches it (parts repeat)
+
+    def _plain_match(self, part: str) -> bool:
+        hit = self._parts.get(part)
+        if hit is None:
+            hit = self._parts[part] = self._plain is not None and self._plain.match(part) is not None
+        return hit
 
     def match(self, qual: str) -> bool:
         if not self.patterns:
             return False
         parts = [p for p in qual.split(".") if p != "<locals>"]
         for k in range(1, len(parts) + 1):
-            if self._plain is not None and self._plain.match(parts[k - 1]):
+            if self._plain is not None and self._plain_match(parts[k - 1]):
                 return True
             if self._dotted is not None and k > 1 and self._dotted.match(".".join(parts[:k])):
                 return True

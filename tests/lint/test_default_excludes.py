@@ -101,7 +101,8 @@ def test_below_is_relpath_for_every_shape_of_path() -> None:
     root = os.path.join(os.sep, "work", "tree")
     cases = [os.path.join(root, "pkg", "mod.py"), os.path.join(root, "a.cu"),
              root + os.sep + "pkg" + os.sep + os.sep + "x.py", os.path.join(root, "pkg", "..", "y.py"),
-             os.path.join(root, ".", "z.py"), os.path.join(os.sep, "work", "treehouse", "b.py"),
+             os.path.join(root, ".", "z.py"), os.path.join(root, ".hidden", "h.py"),
+             os.path.join(os.sep, "work", "treehouse", "b.py"),
              os.path.join(os.sep, "elsewhere", "c.py"), root]
     for path in cases:
         for top in (root, root + os.sep):
