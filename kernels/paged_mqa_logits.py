@@ -59,6 +59,12 @@ class PagedConfig:
     #: raises and the default falls back to 0.
     #: The next_n = 2 default on compute capability >= 9.0 (H200 runs kernels-s5-1/-2, see default_config).
     tma: int = 0
+    #: split_rows with rows == 2 (and no head_dot): both rows' scores of a key tile written by one [KEYS, 2] store
+    #: instead of one store per row, so the scores cross from the dot's layout to the store's through shared
+    #: memory once per tile, not once per row (one barrier and one shared-memory round trip fewer per tile). The
+    #: same values and positions as the per-row stores. The next_n = 2 default (H200 run kern-s12-1: 1-4% faster
+    #: on every next_n = 2 shape, see default_config).
+    join_rows: bool = False
 
 
 #: PagedConfig.tma values: off, the keys through TMA, keys and scales through TMA
@@ -148,8 +154,12 @@ def default_config(batch: int, next_n: int, heads: int, block_size: int, max_mod
         # Key tiles through TMA on sm_90+ (H200 runs kernels-s5-1/-2): 4-5% faster on B=64/128 ctx 8k mml 16k and
         # B=64 ctx 32k mml 64k, within the pointer launch's spread on the other next_n = 2 shapes. Not for
         # next_n = 1, where it changed nothing (-2% to +1%).
+        # Both rows in one store per tile (join_rows; H200 run kern-s12-1, same run, every next_n = 2 shape: 1-4%
+        # faster, B=64 ctx 8k mml 16k 29.7 / 29.8 µs against 30.6 / 30.6). In that run, slower: one dot over both
+        # rows' heads with masked per-row sums (PagedConfig.mask_sum of the run's code: 10-17% uncapped, 153
+        # registers; 4-10% with a 128 cap), and 8 programs per SM on the long shapes (+9-10%).
         return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=KEY_STAGES, split_rows=True,
-                           pdl=pdl, tma=TMA_KEYS if _tma_default(device) else TMA_OFF)
+                           pdl=pdl, tma=TMA_KEYS if _tma_default(device) else TMA_OFF, join_rows=True)
     # next_n 3-4 (not in the benchmark; unchanged since the 2026-11-29 sweeps): a dot per row over two
     # KV blocks at a time.
     return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=4, split_rows=True, pair_blocks=True,
@@ -241,6 +251,22 @@ def _store_row(out_ptr, row, stride_or, p, r, end, row_ok, max_model_len, CLEAN:
 
 
 @triton.jit
+def _store_rows2(out_ptr, row, stride_or, p, r0, r1, end0, end1, row0, next_n, max_model_len, CLEAN: tl.constexpr):
+    """Rows ``row`` and ``row + 1`` (the program's rows row0, row0 + 1) at positions ``p`` in one [KEYS, 2]
+    store: as :func:`_store_row` for each, -inf past each row's end when cleaning, else only valid positions."""
+    g = tl.arange(0, 2)
+    r = tl.join(r0, r1)  # [KEYS, 2]
+    end = tl.where(g == 0, end0, end1)
+    ptrs = out_ptr + (row + g).to(tl.int64)[None, :] * stride_or + p[:, None]
+    if CLEAN:
+        # the rows' limits fold each row's existence into one tensor comparison, as in _store_row
+        lim = tl.where(row0 + g < next_n, max_model_len, 0)
+        tl.store(ptrs, tl.where(p[:, None] < end[None, :], r, float("-inf")), mask=p[:, None] < lim[None, :])
+    else:
+        tl.store(ptrs, r, mask=p[:, None] < end[None, :])
+
+
+@triton.jit
 def _fill_tail(out_ptr, b, row0, next_n, stride_or, start, split, splits, max_model_len,
                ROWS: tl.constexpr, FILL_N: tl.constexpr):
     """-inf at positions [start, max_model_len) of rows row0.. of request b: this program's share
@@ -273,6 +299,7 @@ def _paged_mqa_logits_kernel(
     SPLIT_ROWS: tl.constexpr, PAIR: tl.constexpr, KEYS: tl.constexpr,
     FILL_N: tl.constexpr, NUM_STAGES: tl.constexpr, PDL: tl.constexpr, ROWS_FIRST: tl.constexpr,
     FILL_FIRST: tl.constexpr, HEAD_DOT: tl.constexpr, EMULATE: tl.constexpr, TMA: tl.constexpr,
+    JOIN_ROWS: tl.constexpr,
 ):
     _pdl.enter(PDL)
     split = tl.program_id(1)
@@ -424,6 +451,12 @@ def _paged_mqa_logits_kernel(
                          mask=(p[:, None] < max_model_len) & ok_c[None, :])
             else:
                 tl.store(ptrs, r, mask=(p[:, None] < end_c[None, :]) & ok_c[None, :])
+        elif SPLIT_ROWS and JOIN_ROWS:
+            # ROWS == 2 (checked on the host): both rows through one store
+            r0 = _masked(_row_scores(k, q0, w0) * scale, bad)
+            r1 = _masked(_row_scores(k, q1, w1) * scale, bad)
+            _store_rows2(out_ptr, b * next_n + row0, stride_or, p, r0, r1, end0, end1, row0, next_n, max_model_len,
+                         CLEAN)
         elif SPLIT_ROWS:
             row = b * next_n + row0
             _store_row(out_ptr, row, stride_or, p, _masked(_row_scores(k, q0, w0) * scale, bad), end0, row0 < next_n,
@@ -754,6 +787,8 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
         cfg = dataclasses.replace(cfg, tma=TMA_OFF)  # a cache the copy engine cannot cut into boxes
     if cfg.split_rows and (cfg.rows not in (1, 2, 4) or cfg.reduce_dot):
         raise ValueError(f"split_rows needs rows in (1, 2, 4) and reduce_dot=False, got {cfg}")
+    if cfg.join_rows and (not cfg.split_rows or cfg.rows != 2 or cfg.head_dot or cfg.persistent):
+        raise ValueError(f"join_rows needs split_rows with rows == 2, no head_dot and no persistent grid, got {cfg}")
     head_dot = cfg.head_dot
     if head_dot not in (HEAD_DOT_OFF, HEAD_DOT_BF16, HEAD_DOT_BF16_W2) or (
             head_dot and (cfg.reduce_dot or cfg.persistent or cfg.rows > 16)):
@@ -805,7 +840,7 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
         SPLIT_ROWS=cfg.split_rows, PAIR=cfg.pair_blocks, KEYS=block_size * (2 if cfg.pair_blocks else 1),
         FILL_N=cfg.fill_n, NUM_STAGES=cfg.num_stages, PDL=pdl, ROWS_FIRST=rows_first,
         FILL_FIRST=cfg.fill_first, HEAD_DOT=head_dot,
-        EMULATE=device.type != "cuda", TMA=cfg.tma, num_warps=cfg.num_warps, **extra,
+        EMULATE=device.type != "cuda", TMA=cfg.tma, JOIN_ROWS=cfg.join_rows, num_warps=cfg.num_warps, **extra,
     )
     return out
 

@@ -14,6 +14,9 @@ natively with CUDA).
 - ``PagedConfig(tma=1 | 2)`` (key tiles, and with 2 the scales, through TMA host descriptors; run kernels-s5-1,
   the next_n = 2 default on sm_90 since run kernels-s5-3): the pointer launch's bits, only for blocks of 64 or
   128 keys, a fallback for default launches on caches it cannot cut into boxes, refused for explicit ones.
+- ``PagedConfig(join_rows=True)`` (run kern-s12-1, the next_n = 2 default since): both rows of a two-row
+  program written by one [keys, 2] store per tile; the per-row stores' bits, positions and -inf mask, refused
+  where the program does not hold exactly two rows with one dot each.
 - merge_attn_states with ``num_heads`` compiled in (``HEADS``, token-major launches): the same
   bits as the runtime divide for head counts that are and are not powers of two; head-major
   launches and ``const_heads=False`` keep the runtime value.
@@ -353,3 +356,65 @@ def test_tma_refuses_what_it_cannot_hold():
                                            block_stride=stride)
         with pytest.raises(ValueError, match="tma needs"):
             fp8_paged_mqa_logits(**odd, config=PagedConfig(rows=2, splits=1, split_rows=True, tma=1))
+
+
+# ----------------------------------------------------------------------------- paged MQA: both rows in one store
+
+# PagedConfig.join_rows (run kern-s12-1): a two-row program (split_rows) writes a key tile's scores of both rows with
+# one [keys, 2] store instead of one store per row. Same scores, same positions: the output must equal the per-row
+# stores' bit for bit (with and without TMA key tiles, 1-D and 2-D lengths, garbage table entries past each
+# sequence, a bad id inside one, a row tile whose second row is past next_n, both clean_logits modes).
+# (name, batch, next_n, heads, dim, block, mml, lengths, splits, lens_2d, tma)
+JOIN = [
+    ("n2_block16", 3, 2, 16, 64, 16, 100, [1, 47, 100], 2, False, 0),
+    ("n2_block64_tma_2d", 3, 2, 16, 64, 64, 200, [0, 130, 200], 2, True, 1),
+    ("n3_second_tile_half_empty", 2, 3, 16, 64, 16, 90, [3, 90], 3, False, 0),
+    ("n2_d128_one_split", 2, 2, 64, 128, 64, 150, [150, 65], 1, False, 1),
+]
+
+
+@pytest.mark.parametrize("clean", [True, False])
+@pytest.mark.parametrize("case", JOIN, ids=[c[0] for c in JOIN])
+def test_join_rows_gives_the_per_row_stores_bits(case, clean):
+    _, batch, next_n, heads, dim, bs, mml, lengths, splits, lens_2d, tma = case
+    inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, dim, bs, mml, torch.tensor(lengths), seed=29,
+                                          device=DEVICE, lens_2d=lens_2d)
+    bt = inputs["block_tables"]
+    for b, length in enumerate(lengths):  # entries past each sequence: garbage, never read
+        bt[b, -(-length // bs):] = (-1) ** b * (2**30 + b)
+    if batch > 2 and clean:
+        bt[2, 0] = -5  # a bad id inside a sequence: its keys score -inf
+    exp = mqa_check.paged_expected(inputs)
+    cfg = PagedConfig(rows=2, splits=splits, num_stages=5, split_rows=True, fill_n=16, tma=tma)
+    outs = []
+    for join in (False, True):
+        out = torch.full((batch * next_n, mml), float("nan"), device=DEVICE)
+        fp8_paged_mqa_logits(**inputs, clean_logits=clean, out=out, config=dataclasses.replace(cfg, join_rows=join))
+        mqa_check.check(out, exp, cleaned=clean)
+        if not clean:
+            assert torch.isnan(out[~exp.valid.to(out.device)]).all(), "clean_logits=False wrote an invalid position"
+        outs.append(out)
+    written = ~torch.isnan(outs[0])
+    assert torch.equal(written, ~torch.isnan(outs[1]))
+    assert torch.equal(outs[0][written].view(torch.int32), outs[1][written].view(torch.int32))
+
+
+def test_join_rows_is_the_next_n_2_default_only():
+    cpu = torch.device("cpu")
+    join = {n: paged_mqa_logits.default_config(64, n, 64, 64, 16384, cpu, max_blocks=167).join_rows for n in (1, 2, 4)}
+    assert join == {1: False, 2: True, 4: False}  # next_n 4: two rows per program over pairs of blocks, as before
+    # H = 128: one row per program, nothing to join
+    assert not paged_mqa_logits.default_config(64, 2, 128, 64, 16384, cpu, max_blocks=167).join_rows
+
+
+def test_join_rows_refuses_what_it_cannot_hold():
+    inputs = paged_mqa_logits.make_inputs(2, 2, 16, 64, 16, 64, torch.tensor([10, 64]), seed=3, device=DEVICE)
+    for cfg in (PagedConfig(rows=2, splits=1, join_rows=True),  # one dot over both rows
+                PagedConfig(rows=4, splits=1, split_rows=True, join_rows=True),
+                PagedConfig(rows=2, splits=1, split_rows=True, head_dot=paged_mqa_logits.HEAD_DOT_BF16,
+                            join_rows=True),
+                PagedConfig(rows=2, splits=1, split_rows=True, persistent=2, join_rows=True)):
+        with pytest.raises(ValueError, match="join_rows"):
+            fp8_paged_mqa_logits(**inputs, config=cfg)
+    # the per-row stores stay available
+    fp8_paged_mqa_logits(**inputs, config=PagedConfig(rows=2, splits=1, split_rows=True, join_rows=False))
