@@ -49,8 +49,8 @@ class ConfigError(Exception):
 
 
 # Test, benchmark, example and docs trees are not library code that runs under capture.
-DEFAULT_EXCLUDE = ("tests", "test", "testing", "test_*.py", "*_test.py", "*_test.*", "conftest.py", "benchmarks",
-                   "benchmark", "examples", "tutorials", "docs")
+DEFAULT_EXCLUDE = ("tests", "test", "testing", "unittest", "unittests", "unit_test", "unit_tests", "test_*.py",
+                   "*_test.py", "*_test.*", "conftest.py", "benchmarks", "benchmark", "examples", "tutorials", "docs")
 # Backends for accelerators that CUDA graphs never run on (vendor folders of FlagGems and Liger, NPU/XPU/MLU/
 # MUSA/HPU code); NVIDIA and HIP (AMD, Hygon: torch.cuda.graph on ROCm) backends stay in.
 DEFAULT_VENDOR_EXCLUDE = ("_aipu", "_arm", "_ascend", "_cambricon", "_enflame", "_iluvatar", "_kunlunxin", "_metax",

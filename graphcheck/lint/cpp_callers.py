@@ -34,16 +34,20 @@ a same-name function in another file: it is left out of that function's callers 
 matched by name), when the name alone keeps the function live.
 A reference from another function counts only if that function is itself referenced
 (followed a few levels, then assumed live); a reference at file scope or inside a
-macro-named block (``PYBIND11_MODULE``, ``TORCH_LIBRARY``) is a binding, so live.
+macro-named block (``PYBIND11_MODULE``, ``TORCH_LIBRARY``) is a binding, so live, unless it is a test or benchmark
+case (``cpp_text.harness_block``: GoogleTest ``TEST_F(Suite, Name) { ... }``, Catch2 ``TEST_CASE("name") { ... }``,
+Google Benchmark ``BENCHMARK_DEFINE_F(F, N)(benchmark::State& st) { ... }`` or the first argument of
+``BENCHMARK(BM_f)``), which its framework's ``main`` runs: see programs below.
 A reference inside a static member function defined in ``struct X { ... }`` counts as a reference by ``X``:
 the function is called as ``X::f(...)`` or through a template parameter bound to ``X`` (traits dispatch,
 ``Dispatch::template invoke<G>(...)``), so whoever names ``X`` calls it; its own name is often one that other
 classes share (``invoke``). A ``struct X {``/``class X;`` head is not a use of ``X``.
 A Python attribute of another library's module (``torch.matmul``, ``F.softmax``, by the file's imports) and a
 documentation string (a docstring that says "fill in") do not name the tree's C++ function (``cpp_pyrefs``).
-A function every reference to which sits in a standalone program's entry ``int main(...)``, or in functions only
-such ``main``s call (followed a few levels), with no binding and no Python use on the way, runs in that program
-(a benchmark, a tutorial), not under an engine's capture: its errors are warnings that name the ``main``s, unless
+A function every reference to which sits in a standalone program's entry ``int main(...)`` or in a test or
+benchmark case, or in functions only such ``main``s and cases call (followed a few levels), with no binding and no
+Python use on the way, runs in that program (a benchmark, a tutorial, a GoogleTest binary linked with
+``gtest_main``), not under an engine's capture: its errors are warnings that name the ``main``s and cases, unless
 a file on the way begins a stream capture or instantiates a graph (the program may capture what it calls).
 A C++ function ``eager-functions`` names (``X::f`` matched as ``X.f``: FlashInfer's
 ``BatchDecodeHandler::BeginForward``) is a plan step, which engines run once per batch before the captured replay,
@@ -75,7 +79,7 @@ from graphcheck.config import DEFAULT_THIRD_PARTY
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint.cache import read_verdicts, write_verdicts
 from graphcheck.lint.cpp_pyrefs import _LIVE, _PY, PythonRefs, _module_at
-from graphcheck.lint.cpp_text import open_paren_after
+from graphcheck.lint.cpp_text import _enclosing, harness_block, harness_registration, open_paren_after
 from graphcheck.lint.files import below as files_below
 from graphcheck.lint.files import common_folder as files_common
 
@@ -92,16 +96,19 @@ _PROGRAM = "<program>"  # first element of a verdict: only a standalone program'
 _APP = "<application>"  # first element of a verdict: bound as ops no Python file of an application tree names
 _UNNAMED = "<unnamed>"  # first element of a verdict: bound as an op nothing names, of a module the tree takes op by op
 _PLAN = "<plan>"  # first element of a verdict: the function is a plan step, or only plan steps call it
-_SITE = "@"  # a verdict element that is a `main` (`path:line`), not a caller
+_SITE = "@"  # a verdict element that is a `main` (`path:line`) or a test case (`path:line|TEST(A, B)`), not a caller
+_TESTS = "<tests>"  # a referrer that is a test or benchmark case (`TEST_F(Suite, Name) { ... }`, `BENCHMARK(BM_f)`)
 _OWN = "="  # a verdict element that is a file calling a same-name function of its own (`path`), not a caller
 _USER = "~"  # a verdict element of an application's op: a test, benchmark or example file naming it (`path`)
-_HARNESS_DIRS = frozenset({"test", "tests", "testing", "bench", "benchmark", "benchmarks"})
+_HARNESS_DIRS = frozenset({"test", "tests", "testing", "unittest", "unittests", "unit_test", "unit_tests", "bench",
+                           "benchmark", "benchmarks"})
 _DOC_SUFFIXES = (".md", ".rst", ".mdx", ".ipynb")  # documentation files searched for an op's name
 _MAX_DOCS = 20000  # documentation files read at most; past it, whether docs name an op is unknown
 _HARNESS_FILE = re.compile(r"^(?:test_.*|.*_test|bench_.*|benchmark_.*)\.py$")
-# words of a C++ function name that say it times or profiles kernels (`timing_loop_flush_cache_impl`)
+# words of a C++ function name that say it times or profiles kernels (`timing_loop_flush_cache_impl`,
+# `MeasureCudaExecutionTime`: a measuring timer, as ``coldpaths.TUNING_WORDS`` says of Python names)
 _TIMING_WORDS = frozenset({"timing", "timer", "profile", "profiling", "profiler", "benchmark", "benchmarking",
-                           "bench"})
+                           "bench", "measure", "measuring", "measurement"})
 _OP = "op:"  # a referrer that is an op name a binding gives; Python code names it
 # words before `name(` that make it a call, not a declaration (`T::template f<U>(`: a dependent call)
 _CALL_WORDS = frozenset({"return", "else", "co_return", "co_yield", "co_await", "throw", "case", "do", "and", "or",
@@ -129,6 +136,11 @@ _MAX_CLOSURE = 64  # files of a translation unit followed through includes, at m
 _DEF_CALL = re.compile(r'\.(?:def|impl)\s*(\()\s*"\s*(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)')
 # a class (or struct, union, enum) name being defined or declared: `struct X {`, `class X;`, `friend class X;`
 _CLASS_HEAD = re.compile(r"\b(?:class|struct|union|enum)\s+(?:[A-Za-z_]\w*\s+)?\Z")
+# before a name that is a registration macro's first argument: `BENCHMARK(`, `BENCHMARK_CAPTURE(&X::`
+_REGISTERED = re.compile(r"(?<![\w])([A-Z][A-Z0-9_]*)\s*\(\s*&?\s*(?:[A-Za-z_]\w*\s*::\s*)*\Z")
+# a harness block's head before its `{`: `BENCHMARK_DEFINE_F(Fixture, Name)(benchmark::State& st)`
+_CASE_HEAD = re.compile(r"(?<![\w])([A-Z][A-Z0-9_]*)\s*\([^(){};]*\)\s*(?:\([^(){};]*\)\s*)?\Z")
+_MAX_LABEL = 80  # characters of a test case's head shown in a message
 
 def _names_word(name: str) -> Callable[[bytes], bool]:
     """Whether a file's bytes hold ``name`` as a whole word: a substring test first, then the word check."""
@@ -161,6 +173,8 @@ class _CppFile:
         # name -> {(line, entry)}: the functions named `main` that reference it, each with its line and whether
         # it is a program's entry (`int main(`)
         self.mains: dict[str, set[tuple[int, bool]]] = {}
+        # name -> {(line, head)}: the test or benchmark cases that reference it (``_harness_case``)
+        self.cases: dict[str, set[tuple[int, str]]] = {}
         self._entries: set[int] | None = None  # where `main` is written in each `int main(` head
         self._captures: bool | None = None
         self._static_of: dict[int, str | None] = {}  # region start -> its class, for a static member function
@@ -240,6 +254,12 @@ class _CppFile:
     def _attribute(self, name: str, p: int, region: Region | None, out: set[str], depth: int) -> None:
         """Add to ``out`` who the reference to ``name`` at ``p`` (in ``region``) is made by. In a ``#define`` body
         it is made by the functions that expand the macro (``_expansions``)."""
+        if region is None or (region.name and _is_macro_name(region.name)):
+            case = self._harness_case(p, region)
+            if case is not None:  # a test or benchmark case: its framework's `main` runs it, not an engine
+                self.cases.setdefault(name, set()).add(case)
+                out.add(_TESTS)
+                return
         if region is not None and region.name and _is_macro_name(region.name):
             op = self._bound_op(p)  # `m.impl("op", &f)` in TORCH_LIBRARY: live as Python uses "op"
             if op is None and depth < _MACRO_DEPTH and self._directive(region.start) == region.name:
@@ -265,6 +285,39 @@ class _CppFile:
             timed[caller] = timed.get(caller, True) and self._in_timing_branch(p, region.start)
             built = self.built.setdefault(name, {})
             built[caller] = built.get(caller, True) and self._in_constructor(region)
+
+    def _harness_case(self, p: int, region: Region | None) -> tuple[int, str] | None:
+        """(line, head) of the test or benchmark case that the reference at ``p`` (in ``region``, a macro-named
+        block, or at file scope) sits in: a block a harness macro opens (``TYPED_TEST(Suite, Name) { ... }``,
+        ``BENCHMARK_DEFINE_F(F, N)(benchmark::State& st) { ... }``) or the first argument of a registration
+        (``BENCHMARK(BM_f)``). None for anything else, and in a file that begins a capture or instantiates a
+        graph (a test of capture may capture what it calls)."""
+        if self.captures:
+            return None
+        text = self.text
+        at = end = -1
+        if region is not None:
+            if self._directive(region.start) is None and harness_block(region.name):
+                at, end = self._head_of(region, region.name or ""), region.start
+        else:
+            m = _REGISTERED.search(text, max(0, p - 200), p)
+            if m is not None and harness_registration(m.group(1)):
+                at = m.start(1)
+                pairs, _ = self._brackets()
+                end = pairs.get(text.find("(", at), p) + 1
+            else:
+                pairs, opens = self._brackets()
+                for b in _enclosing(text, p, pairs, opens):
+                    m = _CASE_HEAD.search(text, max(0, b - 600), b)
+                    if m is not None and harness_block(m.group(1)) and self._directive(m.start(1)) is None:
+                        at, end = m.start(1), b
+                        break
+        if at < 0:
+            return None
+        head = " ".join(self.source[at:end].split())
+        if len(head) > _MAX_LABEL:
+            head = head[: _MAX_LABEL - 3].rstrip() + "..."
+        return self.loc.line_col(at)[0], head
 
     def _directive(self, at: int) -> str | None:
         """The preprocessor directive holding ``at``: its macro for a ``#define``, ``""`` for another one (``#undef
@@ -531,6 +584,7 @@ class CallerIndex:
         self._timed: dict[str, dict[str, bool]] = {}  # name -> {caller: every reference in a timing branch}
         self._built: dict[str, dict[str, bool]] = {}  # name -> {caller: every reference in a constructor}
         self._mains: dict[str, list[tuple[str, int, bool]]] = {}  # name -> [(path, line, entry)] of `main`s naming it
+        self._cases: dict[str, list[tuple[str, int, str]]] = {}  # name -> [(path, line, head)] of test cases naming it
         self._captured: dict[str, set[str]] = {}  # name -> callers that reference it in a file that captures
         self._top: str | None = None  # the linted files' common folder
         self._harness: set[int] | None = None  # Python files that are tests or benchmarks, by their path
@@ -576,6 +630,8 @@ class CallerIndex:
     def referrers(self, name: str) -> set[str]:
         """Names of the functions referencing ``name`` across the files, ``_LIVE`` for a binding or a
         Python use."""
+        if name == _TESTS:
+            return set()  # a test or benchmark case: its framework runs it, nothing in the tree calls it
         if name not in self._referrers:
             out: set[str] = set()
             if len(self._referrers) >= _BUDGET:
@@ -627,6 +683,8 @@ class CallerIndex:
                 out |= found
                 for line, entry in cpp.mains.get(bare, ()):
                     self._mains.setdefault(name, []).append((self.files[i][0], line, entry))
+                for line, head in cpp.cases.get(bare, ()):
+                    self._cases.setdefault(name, []).append((self.files[i][0], line, head))
                 if cpp.captures:
                     self._captured.setdefault(name, set()).update(found)
                     if any(r.name == bare for r in cpp.regions):
@@ -1043,11 +1101,12 @@ class CallerIndex:
 
     def program_only(self, name: str, depth: int | None = None,
                      visiting: frozenset[str] = frozenset()) -> tuple[list[str], list[str]] | None:
-        """(the C++ callers followed, the ``main`` sites as ``path:line``) when every reference to ``name`` sits
-        in a standalone program's entry ``int main(...)``, or in a function only such ``main``s call (followed
-        ``follow`` levels), and no file holding one of these references, or defining ``name``, begins a stream
-        capture or instantiates a graph; None when anything else refers to it (a binding, a Python use, a live
-        caller) or nothing does."""
+        """(the C++ callers followed, the ``main`` sites as ``path:line`` and the test or benchmark cases as
+        ``path:line|head``) when every reference to ``name`` sits in a standalone program's entry ``int main(...)``,
+        in a test or benchmark case (``TEST_F(Suite, Name) { ... }``, ``BENCHMARK(BM_f)``: its framework's ``main``
+        runs it), or in a function only such ``main``s and cases call (followed ``follow`` levels), and no file
+        holding one of these references, or defining ``name``, begins a stream capture or instantiates a graph;
+        None when anything else refers to it (a binding, a Python use, a live caller) or nothing does."""
         if depth is None:
             depth = self.follow
         refs = self.referrers(name)
@@ -1066,6 +1125,9 @@ class CallerIndex:
                 if not mains or not all(entry for _, _, entry in mains):
                     return None  # a `main` that is not a program's entry (a method): whoever calls it decides
                 sites += [f"{self.shown_path(path)}:{line}" for path, line, _ in sorted(mains)]
+                continue
+            if caller == _TESTS:
+                sites += [f"{self.shown_path(path)}:{line}|{head}" for path, line, head in sorted(self._cases[name])]
                 continue
             below = None if depth <= 0 else self.program_only(caller, depth - 1, visiting | {name})
             if below is None:
@@ -1209,6 +1271,8 @@ def timing_function(name: str) -> bool:
 
 
 def _shown(caller: str) -> str:
+    if caller == _TESTS:
+        return "test or benchmark cases"
     return caller.split(":", 1)[1] if caller.startswith((_OP, _PY)) else caller
 
 
@@ -1267,7 +1331,7 @@ def _nearest_first(sites: list[str], where: str) -> list[str]:
 
     def shared(site: str) -> int:
         n = 0
-        for a, b in zip(Path(site.rpartition(":")[0]).parent.parts, here):
+        for a, b in zip(Path(site.split("|", 1)[0].rpartition(":")[0]).parent.parts, here):
             if a != b:
                 break
             n += 1
@@ -1371,15 +1435,28 @@ def _demoted_for(f: Finding, callers: list[str], where: str = "") -> Finding:
     if callers and callers[0] == _PROGRAM:
         through = [c for c in callers[1:] if not c.startswith(_SITE)]
         sites = _nearest_first([c[len(_SITE):] for c in callers[1:] if c.startswith(_SITE)], where)
-        shown = ", ".join(sites[:3]) + (f", and {len(sites) - 3} more" if len(sites) > 3 else "")
+        mains = [s for s in sites if "|" not in s]
+        cases = [s.split("|", 1) for s in sites if "|" in s]
+        shown = ", ".join(f"`{head}` at {site}" if head else site
+                          for site, head in [(s.split("|", 1) + [""])[:2] for s in sites[:3]])
+        shown += f", and {len(sites) - 3} more" if len(sites) > 3 else ""
         via = (" through " + ", ".join(f"`{c}`" for c in through[:3]) + (", ..." if len(through) > 3 else "")
                if through else "")
-        why = (f"`{name}` is only called from the `main` of a standalone program ({shown}){via}, which captures no "
-               "CUDA graph, and no binding or Python use in the tree reaches it: it runs in that program, not under "
-               "an engine's capture")
-        return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
-                                   evidence={**f.evidence, "callers": through or ["main"], "mains": sites,
-                                             "caller_check": "standalone program"})
+        if not cases:
+            why = (f"`{name}` is only called from the `main` of a standalone program ({shown}){via}, which captures "
+                   "no CUDA graph, and no binding or Python use in the tree reaches it: it runs in that program, not "
+                   "under an engine's capture")
+        else:
+            whose = ("test or benchmark cases" if not mains
+                     else "the `main` of a standalone program and test or benchmark cases")
+            why = (f"`{name}` is only called from {whose} ({shown}){via}, which run in a test or benchmark program "
+                   "(the framework supplies its `main`) that captures no CUDA graph, and no binding or Python use in "
+                   "the tree reaches it: it runs in that program, not under an engine's capture")
+        evidence = {**f.evidence, "callers": through or (["main"] if mains else [h for _, h in cases]),
+                    "mains": mains, "caller_check": "standalone program" if mains else "test/benchmark cases"}
+        if cases:
+            evidence["cases"] = [f"{h} ({s})" for s, h in cases]
+        return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})", evidence=evidence)
     if callers:
         why = (f"no caller was found in the linted tree: `{name}` is only called from "
                + ", ".join(f"`{_shown(c)}`" for c in callers[:3]) + (", ..." if len(callers) > 3 else "")

@@ -48,7 +48,7 @@ from graphcheck import rules
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint import cpp_driver
 from graphcheck.lint.coldpaths import measuring_name, name_words, timing_name
-from graphcheck.lint.cpp_text import _enclosing, _head_before, _skip_ws_back, _word_back
+from graphcheck.lint.cpp_text import _enclosing, _head_before, _skip_ws_back, _word_back, harness_program
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RAW_PREFIX = re.compile(r'(?:u8|u|U|L)?R"([^()\\\s]{0,16})\(')
@@ -1026,15 +1026,18 @@ def measuring_branch(text: str, pos: int, pairs: dict[int, int], opens: list[int
 
 
 def is_program(text: str, path: str) -> bool:
-    """A test or benchmark binary: a ``main()``, or a file named ``*_test.cu``, ``test_*.cu``."""
+    """A test or benchmark binary: a ``main()``, a file named ``*_test.cu``, ``test_*.cu``, or one of test or
+    benchmark cases whose framework supplies ``main`` (GoogleTest ``TEST(Suite, Name) { ... }``, Catch2
+    ``TEST_CASE("name") { ... }``, Google Benchmark ``BENCHMARK(BM_f)``: ``cpp_text.harness_program``)."""
     base = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
     stem = base.split(".", 1)[0]
     named = stem.endswith(("_test", "_tests")) or stem.startswith("test_") or stem == "test"
-    return named or next(_finditer(_MAIN, text), None) is not None
+    return named or next(_finditer(_MAIN, text), None) is not None or harness_program(text)
 
 
 def is_standalone_program(text: str, path: str) -> bool:
-    """A test or benchmark binary (``main()``, ``*_test.cu``, ``test_*.cu``) that never captures a graph.
+    """A test or benchmark binary (``main()``, ``*_test.cu``, ``test_*.cu``, test or benchmark cases: ``is_program``)
+    that never captures a graph.
 
     Its syncs and default-stream launches time or check results; nothing captures them.
     """

@@ -67,3 +67,36 @@ def open_paren_after(text: str, end: int) -> int:
         while k < n and text[k] in " \t\r\n":
             k += 1
     return k if k < n and text[k] == "(" else -1
+
+
+# Test and benchmark frameworks' harness macros (GoogleTest, Google Benchmark, Catch2, doctest, Boost.Test). A block
+# one opens (``TEST_F(Suite, Name) { ... }``, ``TEST_CASE("name") { ... }``, ``BENCHMARK_DEFINE_F(F, N)(State& s)
+# { ... }``) is a test or benchmark case, which the framework's own ``main`` runs; a registration
+# (``BENCHMARK(BM_f)``, ``BENCHMARK_CAPTURE(BM_f, name, ...)``) names the function that is one.
+_HARNESS_BLOCK = re.compile(r"(?:CATCH_|DOCTEST_)?(?:TEST|TEST_[FP]|TYPED_TEST(?:_P)?|GTEST_TEST|TEST_CASE\w*"
+                            r"|TEMPLATE_\w*TEST_CASE\w*|SCENARIO\w*)"
+                            r"|BENCHMARK(?:_TEMPLATE\d?)?(?:_DEFINE)?_F|BOOST_\w*TEST_CASE\w*")
+_HARNESS_REGISTRATION = re.compile(r"BENCHMARK(?:_TEMPLATE\d?|_CAPTURE|_REGISTER_F)?"
+                                   r"|(?:CATCH_)?(?:METHOD_AS_TEST_CASE|REGISTER_TEST_CASE)")
+# a file of such harness code: a block at the start of a line (`TEST(A, B) {`, `BENCHMARK_F(F, N)(State& s) {`),
+# a registration (`BENCHMARK(BM_f)->Arg(8);`) or a framework's `main` (`BENCHMARK_MAIN();`)
+_HARNESS_FILE = re.compile(r"^[ \t]*(?:(?:" + _HARNESS_BLOCK.pattern + r")\s*\([^(){};]*\)\s*(?:\([^(){};]*\)\s*)?\{"
+                           r"|(?:" + _HARNESS_REGISTRATION.pattern + r"|BENCHMARK_MAIN)\s*\()", re.MULTILINE)
+
+
+def harness_block(name: str | None) -> bool:
+    """Whether ``name`` (a block's head, ``TYPED_TEST``) is a test or benchmark framework's case macro."""
+    return bool(name) and _HARNESS_BLOCK.fullmatch(name or "") is not None
+
+
+def harness_registration(name: str) -> bool:
+    """Whether ``name`` is a benchmark or test registration macro that names a function (``BENCHMARK(BM_f)``)."""
+    return _HARNESS_REGISTRATION.fullmatch(name) is not None
+
+
+def harness_program(text: str) -> bool:
+    """Whether blanked C++ ``text`` holds test or benchmark harness code (``harness_block`` blocks, registrations,
+    ``BENCHMARK_MAIN()``): a test or benchmark program, whose framework supplies ``main``."""
+    if "TEST" not in text and "BENCHMARK" not in text and "SCENARIO" not in text:
+        return False
+    return _HARNESS_FILE.search(text) is not None

@@ -108,3 +108,18 @@ def test_below_is_relpath_for_every_shape_of_path() -> None:
         for top in (root, root + os.sep):
             assert below(path, top) == os.path.relpath(path, top), (path, top)
     assert below(os.path.join("rel", "pkg", "m.py"), "rel") == os.path.join("pkg", "m.py")
+
+
+def test_unit_test_folders_are_excluded_but_a_module_named_unittest_is_not(tmp_path, monkeypatch):
+    # SwiftTransformer's `src/unittest/`, lightllm's `unit_tests/`: test folders by name; `pkg/unittest.py` (a
+    # module of that name) and `pkg/unittest_utils.py` are the package's own code
+    monkeypatch.chdir(tmp_path)
+    rels = ["pkg/ops.py", "src/unittest/kernel/check.py", "unittests/a.py", "unit_test/b.py", "pkg/unit_tests/c.py",
+            "pkg/unittest.py", "pkg/unittest_utils.py"]
+    for rel in rels:
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(BAD)
+    result = lint_paths(["."], Config(root=tmp_path), use_cache=False, jobs=1)
+    assert files_with_findings(result) == ["pkg/ops.py", "pkg/unittest.py", "pkg/unittest_utils.py"]
+    assert result.files_excluded == 4
