@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint.cpp_callers import _MAX_FILE, CallerIndex, LintedSources, _CppFile, timing_function
-from graphcheck.lint.cpp_text import open_paren_after
+from graphcheck.lint.cpp_text import harness_block, open_paren_after
 
 _FOLLOW = 8  # levels of C++ callers that pass the flag on, followed before it counts as possibly on
 _OFF = frozenset({"false", "0"})
@@ -259,6 +259,8 @@ class _FlagIndex:
                     args = [a.strip() for a in _split_args(text, open_at, close, pairs)]
                     if not fewest <= len(args) <= len(params):
                         continue  # another function of the name (an overload, another class's method)
+                    if region is not None and harness_block(region.name) and not cpp.captures:
+                        continue  # a test or benchmark case (`TEST_F(S, N) { ... }`) runs in its own program
                     if region is None or not region.name or region.name.upper() == region.name:
                         return _On()  # at file scope, in a lambda of a binding block, in a macro
                     if timing_function(region.name):

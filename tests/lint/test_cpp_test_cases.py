@@ -200,3 +200,46 @@ def test_a_name_with_measure_only_inside_a_word_or_another_form_stays_an_error(t
     got = rows(make(tmp_path, {"src/utils/cuda_utils.h": timer, "src/layers/layer.cpp": layer}))
     assert [g[:4] for g in got] == [("cuda_utils.h", "MeasuredCudaExecutionTime", "GC110", "error"),
                                     ("layer.cpp", "flush_l2", "GC110", "error")]
+
+
+# an opt-in flag (graphcheck.lint.cpp_flags) that only a test case turns on is still off under capture
+FLAG_OP = """\
+    #include <torch/extension.h>
+    __global__ void scatter_kernel(int* o) {}
+    void prepare(torch::Tensor x, bool with_sync) {
+        cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+        scatter_kernel<<<1, 1, 0, stream>>>(x.data_ptr<int>());
+        if (with_sync) {
+            cudaStreamSynchronize(stream);
+        }
+    }
+    PYBIND11_MODULE(_ops, m) { m.def("prepare", &prepare, py::arg("x"), py::arg("with_sync") = false); }
+"""
+FLAG_PY = """\
+    from . import _ops
+
+
+    def run(x):
+        return _ops.prepare(x)
+"""
+FLAG_TEST = """\
+    #include <gtest/gtest.h>
+    TEST(Prepare, Sync) {
+        torch::Tensor x;
+        prepare(x, true);
+    }
+"""
+
+
+def test_an_opt_in_flag_only_a_test_case_turns_on_stays_off(tmp_path):
+    got = rows(make(tmp_path, {"pkg/csrc/ops.cu": FLAG_OP, "pkg/ops.py": FLAG_PY, "pkg/__init__.py": "",
+                               "pkg/csrc/gtests/prepare.cc": FLAG_TEST}))
+    assert [g[:4] for g in got] == [("ops.cu", "prepare", "GC110", "warning")]
+    assert "an opt-in flag, off under default capture; no caller in the tree turns it on" in got[0][4]
+
+
+def test_an_opt_in_flag_a_function_turns_on_stays_an_error(tmp_path):
+    warmup = FLAG_TEST.replace("TEST(Prepare, Sync)", "void warmup()")
+    got = rows(make(tmp_path, {"pkg/csrc/ops.cu": FLAG_OP, "pkg/ops.py": FLAG_PY, "pkg/__init__.py": "",
+                               "pkg/csrc/gtests/prepare.cc": warmup}))
+    assert [g[:4] for g in got] == [("ops.cu", "prepare", "GC110", "error")]
