@@ -298,7 +298,10 @@ class _CppFile:
         at = end = -1
         if region is not None:
             if self._directive(region.start) is None and harness_block(region.name):
-                at, end = self._head_of(region, region.name or ""), region.start
+                floor = max(0, region.start - 4000)
+                heads = list(re.finditer(r"(?<![\w])" + re.escape(region.name or "") + r"\s*\(",
+                                         text[floor : region.start]))
+                at, end = (floor + heads[-1].start(), region.start) if heads else (-1, -1)
         else:
             m = _REGISTERED.search(text, max(0, p - 200), p)
             if m is not None and harness_registration(m.group(1)):
@@ -1300,7 +1303,7 @@ def _digest_of(files: Sequence[tuple[str, str]], names: Iterable[str], tests: Se
     """The verdict cache's key: the modules, the stat of every linted file, of the build scripts the extension-name
     search reads and of the left-out tests read for op names (``tests``), and the names asked about."""
     h = hashlib.blake2b(digest_size=16)
-    for mod in ("cpp_callers.py", "cpp_pyrefs.py", "cpp_modops.py", "cpp_rules.py"):
+    for mod in ("cpp_callers.py", "cpp_pyrefs.py", "cpp_modops.py", "cpp_rules.py", "cpp_text.py"):
         try:
             h.update((Path(__file__).resolve().parent / mod).read_bytes())
         except OSError:

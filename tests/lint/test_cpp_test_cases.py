@@ -243,3 +243,11 @@ def test_an_opt_in_flag_a_function_turns_on_stays_an_error(tmp_path):
     got = rows(make(tmp_path, {"pkg/csrc/ops.cu": FLAG_OP, "pkg/ops.py": FLAG_PY, "pkg/__init__.py": "",
                                "pkg/csrc/gtests/prepare.cc": warmup}))
     assert [g[:4] for g in got] == [("ops.cu", "prepare", "GC110", "error")]
+
+
+def test_a_case_is_named_by_its_own_head():
+    from graphcheck.lint.cpp_callers import _TESTS, _CppFile
+
+    cpp = _CppFile("TEST(MY_TESTS, Foo) {\n  helperFn();\n}\n#define TEST_CASE(x) void x()\n")
+    assert cpp.referrers("helperFn") == {_TESTS}
+    assert cpp.cases == {"helperFn": {(1, "TEST(MY_TESTS, Foo)")}}
