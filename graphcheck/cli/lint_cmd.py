@@ -89,14 +89,16 @@ def scope_note(result, all_functions: bool) -> str:
             f"{result.functions_skipped} (--all-functions, or entry-points in [tool.graphcheck])")
 
 
-def capture_note(site: str) -> str:
+def capture_note(site: str, uncalled: str = "") -> str:
     """Whether the linted tree captures graphs itself: the errors of a tree that never does (a kernel library,
-    research code run eagerly) are hazards for the engine that captures its ops, which the reader should know."""
+    research code run eagerly) are hazards for the engine that captures its ops, which the reader should know.
+    ``uncalled``: the C++ capture the tree begins only in code nothing in it calls, named when there is one."""
     if site:
         return f"captures its own graphs: {site}"
+    where = f" in code the tree calls; {uncalled}" if uncalled else ""
     return ("captures no graph itself (no `torch.cuda.graph`, `capture_begin`, `cudaStreamBeginCapture` or "
-            "`make_graphed_callables` outside tests and benchmarks): errors are hazards for an engine that captures "
-            "this code")
+            f"`make_graphed_callables` outside tests and benchmarks{where}): errors are hazards for an engine that "
+            "captures this code")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -156,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
                              "path)")
     summary.notes.append(scope_note(result, config.all_functions))
     if result.capture_site is not None:
-        summary.notes.append(capture_note(result.capture_site))
+        summary.notes.append(capture_note(result.capture_site, result.uncalled_capture))
     for skipped in result.skipped:
         print(f"graphcheck lint: skipped {skipped}: not a Python or CUDA C++ file", file=sys.stderr)
 

@@ -520,14 +520,19 @@ class LintedSources:
     (``demote_uncalled`` and ``cpp_ops.demote_cold_ops``), with each C++ file read as C++ and each Python file
     parsed at most once among them. ``files`` are ``(path, language)``; nothing is read until asked for."""
 
-    def __init__(self, files: Sequence[tuple[str, str]]):
+    def __init__(self, files: Sequence[tuple[str, str]], stats: dict[str, tuple[int, int]] | None = None):
         self.files = list(files)
+        # path -> (size, mtime_ns): the stats the run took already (the lint cache's), else taken when asked
+        self._stats: dict[str, tuple[int, int] | None] = dict(stats or {})
+        self._stamps: dict[tuple[str, ...], str] = {}  # see ``stamp``
         self._data: list[bytes] | None = None
         self._at: dict[str, int] | None = None
         self.cpp: dict[int, _CppFile | None] = {}
         self.py_trees: dict[int, ast.Module | None] = {}
         self.py_skips: dict[int | str, tuple[set[int], dict[str, str]]] = {}  # see ``cpp_pyrefs.python_skips``
         self.roots: frozenset[str] | None = None  # see ``CallerIndex._roots``
+        # the caller index ``demote_uncalled`` built, when it did: ``cpp_capture.own_begin`` asks it again
+        self.callers: CallerIndex | None = None
 
     def data(self) -> list[bytes]:
         """Each file's bytes (at most ``_MAX_FILE`` of them; ``b""`` for one that cannot be read)."""
@@ -541,6 +546,24 @@ class LintedSources:
                     data.append(b"")
             self._data = data
         return self._data
+
+    def stat(self, path: str) -> tuple[int, int] | None:
+        """(size, mtime_ns) of ``path``, taken once per run; None when it cannot be stat'ed."""
+        if path not in self._stats:
+            try:
+                st = os.stat(path)
+                self._stats[path] = (st.st_size, st.st_mtime_ns)
+            except OSError:
+                self._stats[path] = None
+        return self._stats[path]
+
+    def stamp(self, tests: Sequence[str] = ()) -> str:
+        """``_stamp`` of the files (and the left-out ``tests``), once per run: the cached verdicts of several passes
+        are keyed on it."""
+        key = tuple(tests)
+        if key not in self._stamps:
+            self._stamps[key] = _stamp(self.files, tests, self.stat)
+        return self._stamps[key]
 
     def read(self, path: str) -> bytes:
         """One file's bytes: those already read, else read now (not kept). Raises ``OSError``."""
@@ -1299,9 +1322,18 @@ def cmake_files(files: Sequence[tuple[str, str]]) -> list[str]:
     return out
 
 
-def _digest_of(files: Sequence[tuple[str, str]], names: Iterable[str], tests: Sequence[str] = ()) -> str:
-    """The verdict cache's key: the modules, the stat of every linted file, of the build scripts the extension-name
-    search reads and of the left-out tests read for op names (``tests``), and the names asked about."""
+def _stat(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _stamp(files: Sequence[tuple[str, str]], tests: Sequence[str] = (),
+           stat: Callable[[str], tuple[int, int] | None] = _stat) -> str:
+    """The modules' source and the stat of every linted file, of the build scripts the extension-name search reads
+    and of the left-out tests read for op names (``tests``): what the caller verdicts depend on."""
     h = hashlib.blake2b(digest_size=16)
     for mod in ("cpp_callers.py", "cpp_pyrefs.py", "cpp_modops.py", "cpp_rules.py", "cpp_text.py"):
         try:
@@ -1309,11 +1341,20 @@ def _digest_of(files: Sequence[tuple[str, str]], names: Iterable[str], tests: Se
         except OSError:
             h.update(mod.encode())
     for path, language in [*files, *((c, "cmake") for c in cmake_files(files)), *((t, "test") for t in tests)]:
-        try:
-            st = os.stat(path)
-            h.update(f"{path}\0{language}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
-        except OSError:
+        st = stat(path)
+        if st is not None:
+            h.update(f"{path}\0{language}\0{st[0]}\0{st[1]}\n".encode("utf-8", "surrogateescape"))
+        else:
             h.update(f"{path}\0-\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def _digest_of(files: Sequence[tuple[str, str]], names: Iterable[str], tests: Sequence[str] = (),
+               sources: LintedSources | None = None) -> str:
+    """The verdict cache's key: ``_stamp`` (taken once per run through ``sources`` when given) and the names asked
+    about."""
+    stamp = sources.stamp(tests) if sources is not None and sources.files == list(files) else _stamp(files, tests)
+    h = hashlib.blake2b(stamp.encode(), digest_size=16)
     h.update("\0".join(sorted(names)).encode())
     return h.hexdigest()
 
@@ -1488,13 +1529,15 @@ def demote_uncalled(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
         return raw
     names = sorted({name for _, name in wanted})
     tests = sorted(tests)
-    key = _digest_of(files, [*names, f"{_APP}{app_site or ''}", _PLAN + "\0".join(eager)], tests)
+    key = _digest_of(files, [*names, f"{_APP}{app_site or ''}", _PLAN + "\0".join(eager)], tests, sources)
     verdicts = _load(cache_dir, key)
     keys = {f"{path}\0{name}" for path, name in wanted}
     if verdicts is None or set(verdicts) != keys:
         index = CallerIndex(files, sources, tests, eager)
         index.app_site = app_site
         index.module_ops = True
+        if sources is not None and not app_site:
+            sources.callers = index  # the capture-site search asks it whether a C++ begin is called
         verdicts = {}
         found_for: dict[str, list[str] | None] = {}
         for path, name in sorted(wanted, key=lambda w: (w[1], w[0])):  # by name: the order `referrers` is asked in

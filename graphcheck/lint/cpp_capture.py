@@ -23,6 +23,11 @@ warnings whose message says so: an engine with its own C++ runtime, its own stre
 Python binding. When any of them holds, nothing is changed here (the per-function caller check in
 ``cpp_callers`` still applies). Single files (a pre-commit run) are left alone: the tree is not known.
 
+Separately, the lint summary names where a tree with no Python capture site begins a capture in its C++
+(``own_begin``: ``graph.capture_begin(...)``, ``cudaStreamBeginCapture``), counting only a begin whose function
+something in the tree calls by ``cpp_callers.CallerIndex.uncalled`` (a begin in a runner nothing calls captures
+nothing); the answer is cached beside the lint cache.
+
 The scan is linear in the size of the C++ files: each file's bytes are searched for the marker words,
 and only a file that has one is blanked (comments and strings removed) to confirm it; the scan stops at
 the first confirmed capture or PyTorch/TVM-FFI use. It runs only when some C++ error is left to judge.
@@ -38,7 +43,9 @@ from typing import TYPE_CHECKING
 from graphcheck.findings import Finding, Severity
 
 if TYPE_CHECKING:
-    from graphcheck.lint.cpp_callers import LintedSources
+    from pathlib import Path
+
+    from graphcheck.lint.cpp_callers import CallerIndex, LintedSources
     from graphcheck.lint.project import ProjectIndex
 
 _GRAPH = re.compile(
@@ -122,31 +129,189 @@ def tree_facts(paths: Sequence[str], sources: LintedSources | None = None) -> Tr
 
 _BEGIN = re.compile(r"(?:\.|->)\s*capture_begin\s*\(|\b(?:cudaStreamBeginCapture\w*|cuStreamBeginCapture\w*)\s*\(")
 _BEGIN_BYTES = (b"capture_begin", b"BeginCapture")
+_CACHE_FILE = "cpp-begins-v1.json"  # the capture-site search's answer, beside the lint cache
 
 
-def first_begin(paths: Sequence[str], sources: LintedSources | None = None) -> tuple[str, str, int, str] | None:
-    """(site, path, line, function) of the first capture the C++ ``paths`` begin themselves
-    (``graph.capture_begin(...)`` on an ``at::cuda::CUDAGraph``, ``cudaStreamBeginCapture``): a C++ engine
-    that captures its own graphs (``deadcode.first_capture`` finds the Python ones). Test and benchmark
-    programs (a ``main``) do not count. None when there is none."""
-    from graphcheck.lint import cpp_rules
-    from graphcheck.lint.cpp_callers import read_source
+@dataclasses.dataclass(frozen=True)
+class Begin:
+    """A capture the C++ begins itself (``graph.capture_begin(...)``, ``cudaStreamBeginCapture``): where, and in
+    which function (``""`` at file scope) of which class (``owner``, ``""`` for a free function)."""
 
+    word: str
+    path: str
+    line: int
+    function: str
+    owner: str = ""
+    macro: bool = False  # ``function`` is a macro-named block (a binding such as ``PYBIND11_MODULE``), not a #define
+
+    @property
+    def site(self) -> tuple[str, str, int, str]:
+        """(site, path, line, function) as ``deadcode.shown_site`` shows it."""
+        return self.word, self.path, self.line, self.function or "file scope"
+
+
+def begins(paths: Sequence[str], sources: LintedSources | None = None) -> list[Begin]:
+    """Every function of the C++ ``paths`` that begins a capture itself, at its first begin, in file order: a C++
+    engine that captures its own graphs (``deadcode.first_capture`` finds the Python ones). Test and benchmark
+    programs (a ``main``) do not count. Only a file whose bytes hold a begin's name is decoded and blanked."""
+    from graphcheck.lint.cpp_callers import _CppFile, _is_macro_name, read_source
+
+    out: list[Begin] = []
     for path in paths:
         data = read_source(path, sources)
         if not any(w in data for w in _BEGIN_BYTES):
             continue
         read = _blank_source(data, path)
-        if read is None:
+        if read is None or _BEGIN.search(read[1]) is None:
             continue
-        text = read[1]
-        m = _BEGIN.search(text)
-        if m is None:
-            continue
-        region = next((r for r in cpp_rules.function_regions(text) if r.start <= m.start() < r.end and r.name), None)
-        word = m.group().lstrip(".->").split("(")[0].strip()
-        return word, path, _line(text, m.start()), region.name if region is not None and region.name else "file scope"
-    return None
+        cpp = _CppFile(read[0])
+        seen: set[int] = set()
+        for m in _BEGIN.finditer(cpp.text):
+            region = cpp.loc.region(m.start())
+            if region is not None and not region.name:
+                region = None
+            key = -1 if region is None else region.start
+            if key in seen:
+                continue
+            seen.add(key)
+            word = m.group().lstrip(".->").split("(")[0].strip()
+            line = _line(cpp.text, m.start())
+            if region is None:
+                out.append(Begin(word, path, line, ""))
+                continue
+            name = region.name or ""
+            qualified = cpp.qualified(region)
+            owner = qualified.rsplit("::", 1)[0] if "::" in qualified else ""
+            macro = _is_macro_name(name) and cpp._directive(region.start) != name
+            out.append(Begin(word, path, line, name, owner.rsplit("::", 1)[-1], macro))
+    return out
+
+
+def _bound_class(index: CallerIndex, owner: str) -> bool:
+    """Whether the tree binds class ``owner`` into Python (``py::class_<X>``, ``nb::class_<X, ...>``,
+    ``torch::class_<X>``): Python may call any method of it through the binding."""
+    rx = re.compile(rb"\bclass_\s*<\s*(?:[A-Za-z_]\w*\s*::\s*)*" + re.escape(owner.encode()) + rb"\s*[,>]")
+    data = index.sources.data()
+    return any(index.files[i][1] == "cpp" and rx.search(data[i]) is not None for i in index._mentions(owner))
+
+
+def begin_callers(begin: Begin, index: CallerIndex) -> list[str] | None:
+    """None when something in the tree may run ``begin``'s function (``CallerIndex.uncalled``: a C++ caller that is
+    itself called, a binding into Python, a Python use; file scope, a binding block or a method of a class bound
+    into Python is live); else the callers through which it was found dead (``[]``: nothing refers to it)."""
+    if not begin.function or begin.macro:
+        return None
+    if begin.owner and _bound_class(index, begin.owner):
+        return None
+    return index.uncalled(begin.function)
+
+
+def _begins_key(paths: Sequence[str], sources: LintedSources | None) -> str:
+    """The begin search's cache key: the modules' source and the stat of every C++ file it searches (taken once
+    per run through ``sources``)."""
+    import hashlib
+    from pathlib import Path
+
+    from graphcheck.lint.cpp_callers import _stat
+
+    stat = sources.stat if sources is not None else _stat
+    h = hashlib.blake2b(digest_size=16)
+    for mod in ("cpp_capture.py", "cpp_rules.py", "cpp_callers.py"):
+        try:
+            h.update((Path(__file__).resolve().parent / mod).read_bytes())
+        except OSError:
+            h.update(mod.encode())
+    lines = []
+    for path in paths:
+        st = stat(path)
+        lines.append(f"{path}\0{st[0]}\0{st[1]}\n" if st is not None else f"{path}\0-\n")
+    h.update("".join(lines).encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def _cached(verdicts: dict[str, object] | None) -> tuple[list[Begin], str, dict[str, list[str] | None]] | None:
+    """(begins, callers key, callers verdicts) of a cache entry; None when it does not fit (searched again)."""
+    if verdicts is None:
+        return None
+    try:
+        found = [Begin(str(w), str(p), int(n), str(f), str(o), bool(m))
+                 for w, p, n, f, o, m in verdicts["begins"]]  # type: ignore[attr-defined]
+        key = verdicts.get("callers_key", "")
+        callers = verdicts.get("callers", {})
+        if not isinstance(key, str) or not isinstance(callers, dict) or not all(
+                v is None or (isinstance(v, list) and all(isinstance(c, str) for c in v)) for v in callers.values()):
+            return None
+        return found, key, callers
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def own_begin(files: Sequence[tuple[str, str]], sources: LintedSources | None = None, cache_dir: Path | None = None,
+              tests: Sequence[str] = (),
+              eager: Sequence[str] = ()) -> tuple[Begin | None, list[tuple[Begin, list[str]]]]:
+    """The first capture the tree's C++ begins in code something in the tree calls (``begin_callers``), and, when
+    there is none, every begin in code nothing calls with its dead callers. ``files`` are ``(path, language)`` of
+    every linted file; ``tests`` and ``eager`` as ``cpp_callers.demote_uncalled`` takes them, whose caller index
+    (``sources.callers``, when that pass built one) is reused. The answer is cached in ``cache_dir``: the begins
+    under the stat of the C++ files, their callers under the stat of every linted file, so an unchanged tree
+    reads no file for it."""
+    from graphcheck.lint.cache import read_verdicts, write_verdicts
+    from graphcheck.lint.cpp_callers import CallerIndex, _digest_of
+
+    cpp_paths = [path for path, language in files if language == "cpp"]
+    key = _begins_key(cpp_paths, sources)
+    cached = _cached(read_verdicts(cache_dir, _CACHE_FILE, key, lambda v: isinstance(v, (list, str, dict))))
+    found, callers_key, verdicts = cached if cached is not None else (begins(cpp_paths, sources), "", {})
+    if not found:
+        if cached is None:
+            write_verdicts(cache_dir, _CACHE_FILE, key, {"begins": []})
+        return None, []
+    names = sorted({b.function for b in found if b.function})
+    current = _digest_of(files, ["<begins>", *names, "<eager>" + "\0".join(eager)], sorted(tests), sources)
+    if callers_key != current:
+        verdicts = {}
+    index = None
+    live = None
+    dead: list[tuple[Begin, list[str]]] = []
+    for begin in found:
+        at = f"{begin.path}:{begin.line}"
+        if at not in verdicts:
+            if index is None:
+                index = getattr(sources, "callers", None)
+                if index is None or index.tests != sorted(tests) or index.eager != tuple(eager):
+                    index = CallerIndex(files, sources, sorted(tests), eager)
+                    index.module_ops = True
+            verdicts[at] = begin_callers(begin, index)
+        verdict = verdicts[at]
+        if verdict is None:
+            live = begin
+            break
+        dead.append((begin, verdict))
+    if cached is None or index is not None:
+        write_verdicts(cache_dir, _CACHE_FILE, key, {"begins": [dataclasses.astuple(b) for b in found],
+                                                     "callers_key": current, "callers": verdicts})
+    return live, [] if live is not None else dead
+
+
+def uncalled_note(dead: Sequence[tuple[Begin, list[str]]], base: str) -> str:
+    """``own_begin``'s dead begins as the summary names them: "`cudaStreamBeginCapture` at src/runner.cpp:14 in
+    `BeginCapture`, which nothing in the tree calls" (paths below ``base``), the first one and how many more."""
+    from graphcheck.lint.cpp_callers import _shown
+    from graphcheck.lint.deadcode import shown_site
+
+    if not dead:
+        return ""
+    begin, callers = dead[0]
+    shown = sorted({_shown(c) for c in callers})
+    if not shown:
+        why = "which nothing in the tree calls"
+    else:
+        names = ", ".join(f"`{c}`" for c in shown[:3]) + (", ..." if len(shown) > 3 else "")
+        one = len(shown) == 1
+        why = f"which only {names} call{'s' if one else ''}, and nothing in the tree calls {'that' if one else 'those'}"
+    more = len(dead) - 1
+    tail = f" (and {more} more begin{'s' if more > 1 else ''} in code nothing calls)" if more else ""
+    return f"{shown_site(begin.site, base)}, {why}{tail}"
 
 
 def _reason(facts: TreeFacts) -> str:

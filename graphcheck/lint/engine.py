@@ -48,6 +48,8 @@ class LintResult:
     # where a linted directory captures its own graphs (``deadcode.capture_site``); "" when it has Python files and
     # none captures, None when not asked (a single file, no Python)
     capture_site: str | None = None
+    # when ``capture_site`` is "": the C++ begins that nothing in the tree calls, as the summary names them ("" none)
+    uncalled_capture: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -349,6 +351,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
     lines = 0
     from_cache = 0
     tasks = []
+    stats: dict[str, tuple[int, int]] = {}  # the stat the lint cache took of each file, for the C++ passes' keys
     from graphcheck.lint.project import ProjectIndex
 
     contexts: dict[str, tuple[dict[str, Any] | None, str]] = {}
@@ -378,6 +381,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         if cache is not None:
             try:
                 st = os.stat(sf.path)
+                stats[sf.path] = (st.st_size, st.st_mtime_ns)
                 hit, known, cached_lines, cached = cache.lookup(sf.path, st.st_size, st.st_mtime_ns)
                 if hit and sf.language == "python" and known != f"{content}|{key}":
                     hit = False
@@ -428,7 +432,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         from graphcheck.lint.cpp_queries import drop_size_queries
 
         linted = [(sf.path, sf.language) for sf in discovery.files]
-        sources = LintedSources(linted)  # the tree's bytes, read (if at all) once for the caller passes
+        sources = LintedSources(linted, stats)  # the tree's bytes, read (if at all) once for the caller passes
         raw = drop_size_queries(raw, linted, sources)  # size queries of a callee defined elsewhere launch nothing
         site = shown_site(first, _top_folder(linted))  # an application tree
         raw = demote_uncalled(raw, linted, directory, sources, site, sorted(tests),  # tests: for the ops they name
@@ -457,16 +461,22 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
     findings = [expectations.mark_expected([f])[0] if f.code in _UNLINTED else f for f in findings]
     in_scope, not_reachable = project.counts()
     own_capture: str | None = None  # what the summary says of the tree's own capture (a single file: nothing)
+    uncalled_capture = ""  # the C++ begins in code nothing in the tree calls, when no capture is live
     if folders:
         own_capture = shown_site(first, os.path.commonpath(folders)) or ""
         cpp_paths = [sf.path for sf in discovery.files if sf.language == "cpp"]
-        if not own_capture and cpp_paths:  # a C++ engine that begins its captures itself
-            from graphcheck.lint.cpp_capture import first_begin
+        if not own_capture and cpp_paths:  # a C++ engine that begins its captures itself, in code it calls
+            from graphcheck.lint.cpp_capture import own_begin, uncalled_note
 
-            own_capture = shown_site(first_begin(cpp_paths, sources), os.path.commonpath(folders)) or ""
+            base = os.path.commonpath(folders)
+            live, dead = own_begin(linted, sources, directory, sorted(tests), config.eager_functions)
+            own_capture = shown_site(live.site if live is not None else None, base) or ""
+            if dead:
+                uncalled_capture = uncalled_note(dead, base)
         if not (python_files or cpp_paths):
             own_capture = None
     return LintResult(findings=findings, files_checked=len(discovery.files), lines=lines, from_cache=from_cache,
                       seconds=time.perf_counter() - started, skipped=discovery.skipped,
                       functions_in_scope=in_scope, functions_skipped=0 if config.all_functions else not_reachable,
-                      files_excluded=len(excluded), capture_site=own_capture)
+                      files_excluded=len(excluded), capture_site=own_capture,
+                      uncalled_capture=uncalled_capture)

@@ -98,11 +98,16 @@ RUNNER_CPP = textwrap.dedent('''
       out_ = model.forward(x);
       graph_->capture_end();
     }
+
+    PYBIND11_MODULE(_runner, m) {
+      py::class_<Runner>(m, "Runner").def("capture_step", &Runner::capture_step);
+    }
 ''')
 
 
 def test_a_cpp_engine_that_begins_its_own_capture_is_named(tmp_path, monkeypatch, capsys):
-    """No Python capture, but the C++ begins one itself (an engine whose runner is C++)."""
+    """No Python capture, but the C++ begins one itself (an engine whose runner is C++), in a method it binds into
+    Python (tests/lint/test_cpp_capture_site.py: a begin nothing calls is not the tree's capture)."""
     tree = _tree(tmp_path)
     (tree / "csrc").mkdir()
     (tree / "csrc" / "runner.cpp").write_text(RUNNER_CPP)
