@@ -216,7 +216,7 @@ def _begins_key(paths: Sequence[str], sources: LintedSources | None) -> str:
 
     stat = sources.stat if sources is not None else _stat
     h = hashlib.blake2b(digest_size=16)
-    for mod in ("cpp_capture.py", "cpp_rules.py", "cpp_callers.py"):
+    for mod in ("cpp_capture.py", "cpp_rules.py", "cpp_callers.py", "cpp_text.py"):
         try:
             h.update((Path(__file__).resolve().parent / mod).read_bytes())
         except OSError:
