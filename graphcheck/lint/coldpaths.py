@@ -49,7 +49,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from graphcheck.config import DEFAULT_PREFILL_FLAGS, DEFAULT_PREFILL_LENGTHS
+from graphcheck.config import DEFAULT_DEBUG_FLAGS, DEFAULT_PREFILL_FLAGS, DEFAULT_PREFILL_LENGTHS
 
 FIRST_USE = "once per key (first use, normally a warm-up before capture)"
 # the kinds of cold path, as findings name them (evidence "path") and summaries store them
@@ -229,6 +229,50 @@ def timing_name(name: str) -> bool:
     while words and words[0] in _TIMING_LEAD:
         words = words[1:]
     return len(words) > 1 and words[0] == "time"
+
+
+# a debug flag named for the checks *not* running: `skip_checks`, `disable_debug`, `no_validate`
+DEBUG_NEGATED = re.compile(r"skip|disable|(^|_)no_|(^|_)not_")
+# words of a level that grows with the output asked for (default 0 or less): `event_level`, `trace_level`
+_LEVEL_WORDS = frozenset({"debug", "trace", "tracing", "event", "events", "profile", "profiling", "print", "dump",
+                          "verbose", "verbosity"})
+_VERBOSE_WORDS = frozenset({"verbose", "verbosity", "trace", "tracing"})
+
+
+def debug_name(name: str, globs: Sequence[str] = DEFAULT_DEBUG_FLAGS) -> bool:
+    """Whether a flag name is true only when debugging or checking: it matches the ``debug-flags`` globs
+    (``config.DEFAULT_DEBUG_FLAGS``: ``*debug*``, ``check_*``, ``*validate*``...) and is not a negation
+    (``skip_checks``, ``disable_debug``). The Python value model and the C++ rules read the same globs."""
+    low = name.lower()
+    if DEBUG_NEGATED.search(low):
+        return False
+    rx = _debug_globs(tuple(globs))
+    return rx is not None and rx.match(low) is not None
+
+
+@functools.lru_cache(maxsize=16)
+def _debug_globs(globs: tuple[str, ...]) -> re.Pattern[str] | None:
+    pats = [fnmatch.translate(g.lower()) for g in globs if g]
+    return re.compile("|".join(pats)) if pats else None
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def verbose_flag(name: str) -> bool:
+    """A flag whose last word asks for verbose or traced output (``verbose_``, ``enable_trace``, ``is_verbose``;
+    not ``trace_id``): off by default, like a debug flag."""
+    words = name_words(name)
+    return bool(words) and words[-1] in _VERBOSE_WORDS and not DEBUG_NEGATED.search(name.lower())
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def debug_level_name(name: str) -> bool:
+    """Whether a name is a debug, profiling or verbosity level, one that grows with the output asked for and is
+    0 (or less) by default: ``verbosity``, ``verbose_level``, ``event_level``, ``trace_lvl``, ``debug_level``. A
+    log level (``log_level``) is not one: it is a severity, lower meaning more output."""
+    words = set(name_words(name))
+    if words & {"verbose", "verbosity"}:
+        return True
+    return bool(words & {"level", "lvl"}) and bool(words & _LEVEL_WORDS)
 
 
 @functools.lru_cache(maxsize=1 << 16)

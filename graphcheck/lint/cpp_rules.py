@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 from graphcheck import rules
 from graphcheck.findings import Finding, Severity
-from graphcheck.lint import cpp_driver
+from graphcheck.lint import cpp_driver, cpp_once
 from graphcheck.lint.coldpaths import measuring_name, name_words, timing_name
 from graphcheck.lint.cpp_text import _enclosing, _head_before, _skip_ws_back, _word_back, harness_program
 
@@ -1444,6 +1444,13 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
                     add("GC201", f"`{call}` launches the CUTLASS kernel on {why}", cm.start(), region.name,
                         call=call)
     built: dict[Region, str | None] = {}
+
+    def built_by(region: Region) -> str | None:
+        if region not in built:
+            built[region] = constructor_class(text, region, pairs, opens)
+        return built[region]
+
+    once: cpp_once.OneTime | None = None
     for i, (f, pos) in enumerate(zip(findings, positions)):  # only kernel timing runs it: a warning
         if f.severity is not Severity.ERROR:
             continue
@@ -1456,9 +1463,25 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             continue
         if region is None:
             continue
-        if region not in built:
-            built[region] = constructor_class(text, region, pairs, opens)
-        cls = built[region]
+        test = cpp_once.debug_branch(text, pos, pairs, opens, region.start)
+        if test is not None:  # a debug or profiling branch, off by default
+            findings[i] = dataclasses.replace(
+                f, severity=Severity.WARNING, evidence={**f.evidence, "path": "debug branch"},
+                message=f"{f.message}; it runs only under `{test}`, a debug or profiling branch that is off by "
+                "default, not in captured serving")
+            continue
+        if once is None:
+            once = cpp_once.OneTime(text, pairs, opens, loc.region,
+                                    lambda r: bool(r.name and "~" in r.name) or built_by(r) is not None,
+                                    lambda p: loc.line_col(p)[0])
+        first = once.why(pos, region)
+        if first is not None:  # one-time set-up: run by the warm-up step engines take before they capture
+            findings[i] = dataclasses.replace(
+                f, severity=Severity.WARNING, evidence={**f.evidence, "path": first.path},
+                message=f"{f.message}; it runs once, on the first call: {first.why} (one-time set-up, which engines "
+                "run in an eager warm-up step before they capture)")
+            continue
+        cls = built_by(region)
         if cls is not None:  # object construction: weights repacked when a layer is built
             findings[i] = dataclasses.replace(
                 f, severity=Severity.WARNING, evidence={**f.evidence, "path": "constructor"},

@@ -34,7 +34,7 @@ from typing import cast
 
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.aliases import Aliases
-from graphcheck.lint.coldpaths import Cold, Flag, flag_key, name_words, opt_in_flags, optional_ranges
+from graphcheck.lint.coldpaths import DEBUG_NEGATED, Cold, Flag, flag_key, name_words, opt_in_flags, optional_ranges
 from graphcheck.lint.files import glob_regex
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, child_nodes, ctx_param, local_names
 
@@ -1165,7 +1165,7 @@ class FunctionFacts:
 
 
 _SWITCH_WORDS = frozenset({"enabled", "enable", "on", "mode", "active", "flag", "is", "should", "use"})
-_NEGATED_FLAG = re.compile(r"skip|disable|(^|_)no_|(^|_)not_")
+_NEGATED_FLAG = DEBUG_NEGATED  # shared with the C++ debug branches (coldpaths.debug_name)
 _NEGATION_WORDS = frozenset({"not", "no", "non", "skip", "disable", "disabled"})
 
 

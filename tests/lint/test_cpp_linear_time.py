@@ -66,6 +66,14 @@ ADVERSARIAL = {
     "capture_stream_guards": "void op(at::Tensor x) {\n  at::cuda::CUDAGraph g;\n"
                              + "  {\n    auto s = at::cuda::getStreamFromPool();\n    at::cuda::CUDAStreamGuard gd(s);\n"
                                "    run(s);\n  }\n" * 8_000 + "  g.capture_begin();\n  g.capture_end();\n}\n",
+    # one-time guards, many flags and one flag tested and set many times: each name's stores are read once
+    "one_time_guards": "void op(at::Tensor x, cudaStream_t s) {\n"
+                       + "".join(f"  if (!f{i}_) {{ a(); cudaStreamSynchronize(s); f{i}_ = true; }}\n"
+                                 for i in range(4_000))
+                       + "  if (!g_) { a(); cudaStreamSynchronize(s); g_ = true; }\n" * 4_000 + "}\n",
+    # debug tests around many syncs
+    "debug_tests": "void op(at::Tensor x, cudaStream_t s) {\n"
+                   + "  if (ctx.event_level() >= 2 && debug_) cudaStreamSynchronize(s);\n" * 8_000 + "}\n",
 }
 
 _RUN = """
