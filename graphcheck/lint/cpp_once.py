@@ -51,6 +51,8 @@ _STORE = re.compile(
     r"|(?P<pre>\+\+|--)\s*(?P<pname>[A-Za-z_]\w*)"
     r"|(?P<address>(?<![&\w)\]])&)\s*(?:this\s*->\s*)?(?P<aname>[A-Za-z_]\w*)"
     r"|(?P<swap>\b(?:exchange|swap)\s*\()\s*(?P<xname>[A-Za-z_]\w*)")
+# preprocessor lines between statements (`#else`, `#endif`): not part of the statement after them
+_DIRECTIVES = re.compile(r"(?:[ \t\r\n]*#[^\n]*(?:\n|$))*")
 _NAMED = {"pname": "step", "aname": "address", "xname": "call"}
 # a name that a declaration may introduce: `T name = ..`, `T name;`, `T name{..}`, `T name(..)`, `T name[..]`
 _DECL_SITE = re.compile(r"(?<![\w.>:])([A-Za-z_]\w*)\s*(?:=(?!=)|;|\{|\[|\(|,|:(?!:))")
@@ -142,6 +144,12 @@ def _balanced(s: str) -> bool:
     return depth == 0
 
 
+def _skip_ws_forward(text: str, k: int) -> int:
+    while k < len(text) and text[k] in " \t\r\n":
+        k += 1
+    return k
+
+
 def _bare(chain: str) -> str:
     return chain[6:] if chain.startswith("this->") else chain
 
@@ -179,12 +187,18 @@ class OneTime:
             if self._blocks[b] is not None:
                 return self._blocks[b]
         inner = next(_enclosing(text, pos, self.pairs, self.opens, region.start), region.start)
+        cond = _unbraced_if(text, pos, inner, self.pairs)  # `if (p == nullptr) cudaMalloc(&p, n);`
+        if cond is not None:
+            end = text.find(";", pos, self.pairs.get(inner, len(text)))
+            found = self._guard(cond[1], end, cond, region, inner) if end > 0 else None
+            if found is not None:
+                return found
         return self._static_init(pos, inner, region, pos)
 
     def _block(self, b: int, region) -> Once | None:
         cond = _condition(self.text, b, self.pairs)
         if cond is not None:
-            found = self._guard(b, cond, region)
+            found = self._guard(b, self.pairs.get(b, -1), cond, region, b)
             if found is not None:
                 return found
         return self._call_once(b) or self._static_init(b, self._outer(b, region), region, b)
@@ -193,9 +207,10 @@ class OneTime:
         return next((o for o in _enclosing(self.text, b - 1, self.pairs, self.opens, region.start) if o != b),
                     region.start)
 
-    def _guard(self, b: int, cond: tuple[int, int], region) -> Once | None:
+    def _guard(self, b: int, close: int, cond: tuple[int, int], region, block: int) -> Once | None:
+        """The one-time guard ``cond`` of the body ``b``..``close``: a block opening at ``b`` (``block == b``),
+        or the one statement of an unbraced ``if`` in the block ``block``."""
         text = self.text
-        close = self.pairs.get(b, -1)
         if close < 0:
             return None
         test = text[cond[0] + 1 : cond[1]]
@@ -207,7 +222,7 @@ class OneTime:
             if not self._outlives(chain, region, cond[0]):
                 continue
             name = re.split(r"\.|->", chain)[-1]
-            store = self._sets(name, chain, b, close)
+            store = self._sets(name, chain, b, close, block)
             if store is None or self._reset_elsewhere(name, b, close):
                 continue
             at, verb = store
@@ -256,7 +271,7 @@ class OneTime:
                 return decl
         return None
 
-    def _sets(self, name: str, chain: str, b: int, close: int) -> tuple[int, str] | None:
+    def _sets(self, name: str, chain: str, b: int, close: int, block: int) -> tuple[int, str] | None:
         """(where, verb) of the store of ``chain`` at the top level of the block ``b``..``close`` that makes its
         test false, with no early exit before it; None when there is none."""
         text = self.text
@@ -265,11 +280,13 @@ class OneTime:
         for at, kind, value in stores[first:]:
             if at >= close:
                 break
-            if next(_enclosing(text, at, self.pairs, self.opens, b), None) != b:
+            if next(_enclosing(text, at, self.pairs, self.opens, block), None) != block:
                 continue  # in a nested block: it may not run
-            start = _statement_start(text, at, b, self.pairs)
-            if _STMT_HEADS.match(text, start):
+            start = _statement_start(text, at, block, self.pairs)
+            if block == b and _STMT_HEADS.match(text, start):
                 continue  # the body of an unbraced `if`/`else`/loop: it may not run
+            if block != b:
+                start = _skip_ws_forward(text, b + 1)  # the unbraced body: the statement after the condition
             if kind == "assign":
                 if _bare(_tidy(text[start : at + len(name)])) != _bare(chain) or _RESET_VALUES.match(value):
                     continue  # another object's field, or `flag = false` / `ptr = nullptr`: does not set it
@@ -378,6 +395,7 @@ class OneTime:
         immediately invoked lambda whose body opens at ``pos``."""
         text = self.text
         start = _statement_start(text, pos, inner, self.pairs)
+        start += _DIRECTIVES.match(text, start, pos).end() - start  # type: ignore[union-attr]
         m = re.match(r"\s*(?:(?:inline|const|constexpr)\s+)*(?:static|thread_local)\b", text[start:pos])
         if m is None:
             return None

@@ -28,8 +28,8 @@ copy; each ``#define`` body is a region of its own.
   kernels (the stream-ordered ``cudaMallocAsync``/``cudaFreeAsync`` are fine).
 
 Off the capture path, nothing is flagged: setup and load-time functions (by
-name), branches the code keeps off the graph (``else`` of ``if (use_cuda_graph)``,
-one-time ``static`` initialization), functions that check the capture status
+name), branches the code keeps off the graph (``else`` of ``if (use_cuda_graph)``, a
+cache-miss fill), functions that check the capture status
 themselves, a capture driver's code before its begin or after its end
 (``graphcheck.lint.cpp_driver``), and standalone programs (``main()``, ``*_test.cu``) that never
 capture. Every scan is linear in the file size: brackets are matched once, launch
@@ -810,8 +810,6 @@ def is_setup_function(name: str | None) -> bool:
 _GRAPH_FLAG = re.compile(r"graph|captur", re.IGNORECASE)
 _NEGATED_FLAG = re.compile(r"^\s*!\s*\(?\s*[\w.>:-]*(?:graph|captur)\w*\s*\)?\s*$|"
                            r"^\s*[\w.>:-]*(?:graph|captur)\w*\s*==\s*false\s*$", re.IGNORECASE)
-_ONE_TIME = re.compile(r"\bstatic\b[^;{}]*=\s*\[[^\]]*\]\s*(?:\([^()]*\))?[^{};]*\{[^{}]*$|"
-                       r"\bif\s*\(\s*(?:!\s*\w+|\w+\s*==\s*(?:nullptr|NULL|0|false))\s*\)\s*\{?[^;{}]*$")
 
 
 def _condition_before(text: str, brace: int, pairs: dict[int, int]) -> str | None:
@@ -949,13 +947,10 @@ def after_return(text: str, pos: int, pairs: dict[int, int], opens: list[int],
 
 def in_non_capture_branch(text: str, pos: int, pairs: dict[int, int], opens: list[int]) -> bool:
     """Whether ``pos`` sits in a branch the code itself keeps off the graph path: the ``else`` of
-    ``if (use_cuda_graph)``, the body of ``if (!is_capturing)`` / ``if (graph_mode == false)``, a one-time
-    initialization (a ``static`` initialized by a lambda, ``if (!ptr)`` / ``if (ptr == nullptr)``), a cache-miss
-    fill (``if (cache_miss)``) or a debug switch read from the environment."""
-    line_start = text.rfind("\n", 0, pos) + 1
-    stmt_start = max(text.rfind(";", 0, pos), text.rfind("}", 0, pos), max(0, pos - 400))
-    if _ONE_TIME.search(text, max(stmt_start, 0), pos) or _ONE_TIME.search(text, max(0, line_start - 200), pos):
-        return True
+    ``if (use_cuda_graph)``, the body of ``if (!is_capturing)`` / ``if (graph_mode == false)``, a cache-miss fill
+    (``if (cache_miss)``) or a debug switch read from the environment. One-time set-up (``if (!flag) { ...;
+    flag = true; }``, a lazily allocated pointer, a ``static`` initializer) is not dropped here: it is a warning
+    that names its guard (``cpp_once``)."""
     for b in _enclosing(text, pos, pairs, opens):
         cond = _condition_before(text, b, pairs)
         if cond is not None and (_NEGATED_FLAG.match(cond) or _cache_miss(cond) or _env_switch(cond, text, b)):

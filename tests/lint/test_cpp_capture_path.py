@@ -55,7 +55,10 @@ def test_gc110_quiet_on_the_non_graph_branch_and_one_time_init():
            "    cudaStreamSynchronize(s);\n  }\n"
            "  if (is_graph_capturing == false) {\n    cudaDeviceSynchronize();\n  }\n"
            "  static int smem = [&]() {\n    int v;\n    cudaMemcpyFromSymbol(&v, sym, 4);\n    return v;\n  }();\n}\n")
-    assert lint(src) == []
+    # the one-time static initializer is a warning that names it (graphcheck.lint.cpp_once)
+    found = lint_source(src, "ops.cu", "cpp")
+    assert [(f.line, f.code, f.severity.value) for f in found] == [(12, "GC110", "warning")]
+    assert "in the initializer of the function-local static `smem` at line 10" in found[0].message
     # ...but the graph branch itself is on the capture path
     src = ("void prefill(at::Tensor q, bool use_cuda_graph, cudaStream_t s) {\n"
            "  if (use_cuda_graph) {\n    cudaStreamQuery(s);\n  }\n}\n")

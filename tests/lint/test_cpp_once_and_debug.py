@@ -49,6 +49,11 @@ ONCE = [
     ("  static const int warmed = [&]() {\n    register_buffers();\n    if (n > 0) {\n"
      "      cudaStreamSynchronize(s);  // HERE\n    }\n    return 0;\n  }();",
      "in the initializer of the function-local static `warmed` at line 4"),
+    ("#if USE_KV\n  throw 1;\n#else\n  static const int warmed = [&]() {\n    register_buffers();\n"
+     "    cudaStreamSynchronize(s);  // HERE\n    return 0;\n  }();\n#endif",
+     "in the initializer of the function-local static `warmed` at line 7"),
+    ("  if (!ready_) ready_ = (cudaStreamSynchronize(s) == cudaSuccess);  // HERE",
+     "`if (!ready_)` assigns `ready_` at line 4"),
 ]
 
 
@@ -91,6 +96,12 @@ RUNS_AGAIN = [
     # a flag tested but stored through another object
     ("  if (!is_init_) {\n    register_buffers();\n    cudaStreamSynchronize(s);  // HERE\n    other.is_init_ = true;\n  }",
      ""),
+    # a negated flag or pointer test whose block stores nothing: a per-call branch (`if (!async)`), braced or not
+    ("  if (!async) {\n    cudaStreamSynchronize(s);  // HERE\n  }", ""),
+    ("  if (!stream) CUDA_CHECK(cudaStreamSynchronize(s));  // HERE", ""),
+    ("  if (ws_ == nullptr) {\n    cudaStreamSynchronize(s);  // HERE\n  }", ""),
+    # a static lambda stored, not invoked: it runs on every call of it
+    ("  static auto sync = [&]() {\n    cudaStreamSynchronize(s);  // HERE\n  };\n  sync();", ""),
     # a lambda handed to something other than call_once
     ("  run_later([&]() {\n    register_buffers();\n    cudaStreamSynchronize(s);  // HERE\n  });", ""),
 ]
