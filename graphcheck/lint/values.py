@@ -34,7 +34,17 @@ from typing import cast
 
 from graphcheck.config import DEFAULT_DEBUG_FLAGS
 from graphcheck.lint.aliases import Aliases
-from graphcheck.lint.coldpaths import DEBUG_NEGATED, Cold, Flag, flag_key, name_words, opt_in_flags, optional_ranges
+from graphcheck.lint.coldpaths import (
+    DEBUG_NEGATED,
+    Cold,
+    Flag,
+    debug_level_name,
+    flag_key,
+    name_words,
+    opt_in_flags,
+    optional_ranges,
+    verbose_flag,
+)
 from graphcheck.lint.files import glob_regex
 from graphcheck.lint.scope import FuncInfo, ModuleIndex, child_nodes, ctx_param, local_names
 
@@ -344,10 +354,17 @@ class FunctionFacts:
     def debug_test(self, test: ast.AST) -> bool:
         """A test that is true only when debugging or checking: a flag named like ``debug-flags``
         (``self.debug_mode``, ``envs.VLLM_CHECK_X``, ``os.environ.get("X_DEBUG")``, ``__debug__``),
-        ``logger.isEnabledFor(...)``, or an ``and`` of tests one of which is such a flag."""
+        ``logger.isEnabledFor(...)``, a verbose or trace flag (``self.verbose``, ``enable_trace``), a debug or
+        verbosity level above a threshold (``self.verbosity > 1``, ``2 <= event_level``; the same notion as the C++
+        rules', ``coldpaths.debug_level_name``), or an ``and`` of tests one of which is such a flag."""
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             return any(self.debug_test(v) for v in test.values)
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            if self._debug is not None and _level_above(test):
+                return True
+            level = _level_name(test.left) or _level_name(test.comparators[0])
+            if level and not self._debug_name(level):
+                return False  # a verbosity level compared so that it may hold at the default level
             return self.debug_test(test.left)
         if isinstance(test, ast.Call):
             func = test.func
@@ -373,7 +390,7 @@ class FunctionFacts:
                 test.slice.value, str):
             return self._debug_name(test.slice.value)
         name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else ""
-        return bool(name) and self._debug_name(name)
+        return bool(name) and (self._debug_name(name) or (self._debug is not None and verbose_flag(name)))
 
     def _debug_name(self, name: str) -> bool:
         low = name.lower()
@@ -1165,6 +1182,32 @@ class FunctionFacts:
 
 
 _SWITCH_WORDS = frozenset({"enabled", "enable", "on", "mode", "active", "flag", "is", "should", "use"})
+def _level_name(node: ast.AST) -> str:
+    """The name of a debug or verbosity level (``self.verbosity``, ``event_level()``), or ""."""
+    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+        node = node.func
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return name if name and debug_level_name(name) else ""
+
+
+def _level_above(test: ast.Compare) -> bool:
+    """``level > 0``, ``level >= 2``, ``level >= threshold``, ``2 <= level`` where ``level`` (a name, an attribute
+    or a call of no arguments) is a debug or verbosity level (``coldpaths.debug_level_name``): off at the default
+    level (0 or less)."""
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Lt, ast.LtE)):  # `2 <= level` -> `level >= 2`
+        left, right = right, left
+        op = ast.GtE() if isinstance(op, ast.LtE) else ast.Gt()
+    if not _level_name(left) or not isinstance(op, (ast.Gt, ast.GtE)):
+        return False
+    if isinstance(right, ast.Constant):
+        value = right.value
+        if isinstance(value, bool) or not isinstance(value, int):
+            return False
+        return value >= (0 if isinstance(op, ast.Gt) else 1)
+    return isinstance(right, (ast.Name, ast.Attribute))
+
+
 _NEGATED_FLAG = DEBUG_NEGATED  # shared with the C++ debug branches (coldpaths.debug_name)
 _NEGATION_WORDS = frozenset({"not", "no", "non", "skip", "disable", "disabled"})
 

@@ -340,6 +340,39 @@ def test_ordinary_flags_and_negated_names_are_on_capture():
     assert [c for c, *_ in got] == ["GC101", "GC101"]
 
 
+def test_verbosity_levels_and_verbose_flags_are_debug_tests_like_the_cpp_ones():
+    # the C++ rules' notion (graphcheck.lint.cpp_once, coldpaths.debug_level_name): a debug or verbosity level
+    # above a threshold, a verbose or trace flag
+    assert codes('''
+        def sample(x: torch.Tensor, threshold: int):
+            if self.verbosity > 1:
+                a = x.max().item()
+            if 2 <= self.event_level():
+                b = x.min().item()
+            if self.trace_level >= threshold and rank == 0:
+                c = x.sum().item()
+            if self.verbose:
+                d = x.mean().item()
+            kern[(1,)](x, 1, BLOCK=64)
+    ''') == []
+
+
+def test_levels_that_hold_by_default_and_other_names_stay_on_capture():
+    got = codes('''
+        def sample(x: torch.Tensor):
+            if self.verbosity >= 0:
+                a = x.max().item()
+            if self.event_level < 2:
+                b = x.min().item()
+            if self.log_level >= 2:
+                c = x.sum().item()
+            if trace_id:
+                d = x.mean().item()
+            kern[(1,)](x, 1, BLOCK=64)
+    ''')
+    assert [c for c, *_ in got] == ["GC101"] * 4
+
+
 def test_debug_flags_are_configurable():
     body = '''
         def sample(x: torch.Tensor, paranoid: bool):
@@ -352,6 +385,9 @@ def test_debug_flags_are_configurable():
     got = codes(body, debug_flags=["paranoid"])
     assert [line for _, _, line in got] == ["b = x.min().item()"]
     assert len(codes(body, debug_flags=[])) == 2
+    # an empty list turns the verbosity levels off as well
+    assert len(codes("def f(x: torch.Tensor):\n    if self.verbose > 1:\n        a = x.max().item()\n"
+                     "    kern[(1,)](x, 1, BLOCK=64)\n", debug_flags=[])) == 1
 
 
 # -- a flag that says the call is graph-capturable ---------------------------------------------------------------
