@@ -355,6 +355,15 @@ def test_verbosity_levels_and_verbose_flags_are_debug_tests_like_the_cpp_ones():
                 d = x.mean().item()
             kern[(1,)](x, 1, BLOCK=64)
     ''') == []
+    # parameters so named too, before they are read as opt-in flags
+    assert codes('''
+        def step(x: torch.Tensor, lens: torch.Tensor, trace=None, verbose=0):
+            kern[(1,)](x, 1, BLOCK=64)
+            if trace:
+                a = lens.max().item()
+            if verbose:
+                b = lens.min().item()
+    ''') == []
 
 
 def test_levels_that_hold_by_default_and_other_names_stay_on_capture():
