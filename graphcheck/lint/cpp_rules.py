@@ -1447,10 +1447,12 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
 
     once: cpp_once.OneTime | None = None
     for i, (f, pos) in enumerate(zip(findings, positions)):  # only kernel timing runs it: a warning
-        if f.severity is not Severity.ERROR:
+        # a rule's own warning (GC303) is not demoted, but learns why it runs once or only when debugging
+        said = f.severity is not Severity.ERROR
+        if said and "path" in f.evidence:
             continue
         region = loc.region(pos)
-        branch = _timed_branch(text, pos, pairs, opens, region.start if region is not None else 0)
+        branch = None if said else _timed_branch(text, pos, pairs, opens, region.start if region is not None else 0)
         if branch is not None:
             path, flag, why = branch
             findings[i] = dataclasses.replace(f, severity=Severity.WARNING, evidence={**f.evidence, "path": path},
@@ -1469,14 +1471,15 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
             once = cpp_once.OneTime(text, pairs, opens, loc.region,
                                     lambda r: bool(r.name and "~" in r.name) or built_by(r) is not None,
                                     lambda p: loc.line_col(p)[0])
-        first = once.why(pos, region)
+        # a pool stream taken once is still used (and must be joined) on every later call: not one-time
+        first = once.why(pos, region) if f.code != "GC202" else None
         if first is not None:  # one-time set-up: run by the warm-up step engines take before they capture
             findings[i] = dataclasses.replace(
                 f, severity=Severity.WARNING, evidence={**f.evidence, "path": first.path},
                 message=f"{f.message}; it runs once, on the first call: {first.why} (one-time set-up, which engines "
                 "run in an eager warm-up step before they capture)")
             continue
-        cls = built_by(region)
+        cls = built_by(region) if not said else None
         if cls is not None:  # object construction: weights repacked when a layer is built
             findings[i] = dataclasses.replace(
                 f, severity=Severity.WARNING, evidence={**f.evidence, "path": "constructor"},

@@ -165,3 +165,16 @@ def test_the_debug_names_are_the_python_debug_flags_plus_levels():
     assert debug_level_name("event_level") and debug_level_name("verbosity") and debug_level_name("traceLvl")
     assert not debug_level_name("log_level") and not debug_level_name("level") and not debug_level_name("events")
     assert verbose_flag("enable_trace") and verbose_flag("is_verbose") and not verbose_flag("trace_id")
+
+
+def test_an_allocation_warning_learns_why_and_a_pool_stream_taken_once_is_still_a_side_stream():
+    body = "  if (ws_ == nullptr) {\n    cudaMalloc(&ws_, 1 << 20);  // HERE\n  }"
+    found = at_marker(body)
+    assert [(c, s) for c, s, _ in found] == [("GC303", "warning")]
+    assert "it runs once, on the first call: `if (ws_ == nullptr)` allocates `ws_` at line 5" in found[0][2]
+    # the stream is taken once, but work goes on it (and must be joined back) on every later call
+    body = ("  if (!side_) {\n    side_ = at::cuda::getStreamFromPool();  // HERE\n  }\n"
+            "  k<<<1, 1, 0, side_>>>();")
+    found = at_marker(body)
+    assert [(c, s) for c, s, _ in found] == [("GC202", "error")]
+    assert "runs once" not in found[0][2]
