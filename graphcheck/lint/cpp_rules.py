@@ -584,6 +584,8 @@ _MALLOC = re.compile(
 )
 _DEFAULT_STREAM_CALL = re.compile(r"(?<![\w.])(?:(?:at|c10)\s*::\s*cuda\s*::\s*)?getDefaultCUDAStream\s*\(")
 _POOL_STREAM = re.compile(r"(?<![\w.])(?:(?:at|c10)\s*::\s*cuda\s*::\s*)?getStreamFromPool\s*\(")
+# PyTorch named in a file: its namespaces or its headers (a pool stream of PyTorch's needs one of them)
+_TORCH_NAMED = re.compile(r"\b(?:at|c10|torch)\s*::|^[ \t]*#[ \t]*include[ \t]*[<\"](?:ATen|c10|torch)/", re.MULTILINE)
 # a join of a side stream back into the current one
 _JOIN = re.compile(r"\b(?:cudaStreamWaitEvent|cuStreamWaitEvent|wait_stream|waitStream)\b|(?:\.|->)\s*block\s*\(")
 _MEMCPY_ASYNC = re.compile(r"(?<![\w.])(?:::\s*)?(cudaMemcpyAsync|cuMemcpyHtoDAsync|cuMemcpyHtoDAsync_v2)\s*\(")
@@ -1138,6 +1140,30 @@ def _is_all_caps(name: str) -> bool:
     return name.upper() == name and any(c.isalpha() for c in name)
 
 
+_PYTORCH_SCOPES = frozenset({"cuda", "hip", "at", "c10", "torch"})  # `at::hip::getStreamFromPool`, `cuda::...`
+
+
+def _member_call(text: str, at: int) -> bool:
+    """Whether the name at ``at`` is called as a member or through a scope other than PyTorch's (``cuda::``,
+    ``hip::``): ``x->f(``, ``x.f(``, ``Platform::f(``."""
+    j = at - 1
+    while j >= 0 and text[j] in " \t\n":
+        j -= 1
+    if j < 1:
+        return False
+    if text[j] == "." or text[j - 1:j + 1] == "->":
+        return True
+    if text[j - 1:j + 1] != "::":
+        return False
+    k = j - 2
+    while k >= 0 and text[k] in " \t\n":
+        k -= 1
+    end = k + 1
+    while k >= 0 and (text[k].isalnum() or text[k] == "_"):
+        k -= 1
+    return text[k + 1:end] not in _PYTORCH_SCOPES
+
+
 def lint_cpp(source: str, path: str) -> list[Finding]:
     """All C++ findings in ``source`` (suppressions are applied by the caller).
 
@@ -1359,10 +1385,16 @@ def lint_cpp(source: str, path: str) -> list[Finding]:
 
     # 6. side streams from the pool that are never joined back
     joined: dict[Region, bool] = {}
+    torch_named: bool | None = None
     for m in _finditer(_POOL_STREAM, text):
         region = loc.region(m.start())
         if region is None or setup(region):
             continue
+        if "::" not in m.group():  # not named as PyTorch's (`at::cuda::getStreamFromPool`)
+            if torch_named is None:
+                torch_named = _TORCH_NAMED.search(source) is not None
+            if not torch_named or _member_call(text, m.start()):
+                continue  # the project's own stream pool (`platform_->getStreamFromPool(h)`), not PyTorch's
         if region not in joined:
             joined[region] = _JOIN.search(text, region.start, region.end) is not None
         if joined[region]:
