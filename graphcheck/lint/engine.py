@@ -429,12 +429,15 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         from graphcheck.lint.cpp_capture import demote_unreachable
         from graphcheck.lint.cpp_flags import demote_opt_in
         from graphcheck.lint.cpp_ops import demote_cold_ops
+        from graphcheck.lint.cpp_perthread import demote_per_thread
         from graphcheck.lint.cpp_queries import drop_size_queries
 
         linted = [(sf.path, sf.language) for sf in discovery.files]
         sources = LintedSources(linted, stats)  # the tree's bytes, read (if at all) once for the caller passes
         raw = drop_size_queries(raw, linted, sources)  # size queries of a callee defined elsewhere launch nothing
         site = shown_site(first, _top_folder(linted))  # an application tree
+        # launches on the per-thread default stream that the tree's C++ captures on (first: fewer errors to ask after)
+        raw = demote_per_thread(raw, linted, sources, folders, directory, sorted(tests), config.eager_functions)
         raw = demote_uncalled(raw, linted, directory, sources, site, sorted(tests),  # tests: for the ops they name
                               config.eager_functions)  # C++ plan steps and code only they call: warnings
         raw = demote_cold_ops(raw, linted, project, sources)  # ops only load-time or uncaptured Python calls: warnings
