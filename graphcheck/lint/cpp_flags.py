@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint.cpp_callers import _MAX_FILE, CallerIndex, LintedSources, _CppFile, timing_function
-from graphcheck.lint.cpp_text import harness_block, open_paren_after
+from graphcheck.lint.cpp_text import and_operands, harness_block, open_paren_after
 
 _FOLLOW = 8  # levels of C++ callers that pass the flag on, followed before it counts as possibly on
 _OFF = frozenset({"false", "0"})
@@ -110,29 +110,8 @@ def _assigned(body: str, name: str) -> bool:
 def _conjuncts(cond: str) -> list[str]:
     """The identifiers ``cond`` requires true: ``a``, ``a && b``, ``(a) && x > 0``, ``a == true``; none when
     ``||`` (or ``?``) joins its top level."""
-    depth = 0
-    parts: list[str] = []
-    last = 0
-    k = 0
-    while k < len(cond):
-        ch = cond[k]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and cond.startswith("||", k) or depth == 0 and ch == "?":
-            return []
-        elif depth == 0 and cond.startswith("&&", k):
-            parts.append(cond[last:k])
-            last = k + 2
-            k += 1
-        k += 1
-    parts.append(cond[last:])
     out = []
-    for part in parts:
-        p = part.strip()
-        while p.startswith("(") and p.endswith(")"):
-            p = p[1:-1].strip()
+    for p in and_operands(cond):
         m = re.match(r"^([A-Za-z_]\w*)(?:\s*==\s*true)?$|^true\s*==\s*([A-Za-z_]\w*)$", p)
         if m is not None:
             out.append(m.group(1) or m.group(2))

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 
 from graphcheck.lint.coldpaths import debug_level_name, debug_name, name_words, verbose_flag
-from graphcheck.lint.cpp_text import _enclosing, _skip_ws_back, _word_back
+from graphcheck.lint.cpp_text import _enclosing, _skip_ws_back, _word_back, and_operands
 
 _CHAIN = r"(?:this\s*->\s*)?[A-Za-z_]\w*(?:\s*(?:\.|->)\s*[A-Za-z_]\w*)*"
 _NULL = r"(?:nullptr|NULL|0|false)"
@@ -99,49 +99,6 @@ def _unbraced_if(text: str, pos: int, floor: int, pairs: dict[int, int]) -> tupl
     o = start + m.end() - 1
     close = pairs.get(o, -1)
     return (o, close) if o < close < pos else None
-
-
-def conjuncts(cond: str) -> list[str]:
-    """The top-level operands of an ``&&`` (or the whole test, outer parentheses dropped); none when ``||`` or
-    ``?`` joins its top level."""
-    depth = 0
-    parts: list[str] = []
-    last = 0
-    k = 0
-    while k < len(cond):
-        ch = cond[k]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and (cond.startswith("||", k) or ch == "?"):
-            return []
-        elif depth == 0 and cond.startswith("&&", k):
-            parts.append(cond[last:k])
-            last = k + 2
-            k += 1
-        k += 1
-    parts.append(cond[last:])
-    out = []
-    for part in parts:
-        p = " ".join(part.split())
-        while p.startswith("(") and p.endswith(")") and _balanced(p[1:-1]):
-            p = p[1:-1].strip()
-        if p:
-            out.append(p)
-    return out
-
-
-def _balanced(s: str) -> bool:
-    depth = 0
-    for ch in s:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
 
 
 def _skip_ws_forward(text: str, k: int) -> int:
@@ -214,7 +171,7 @@ class OneTime:
         if close < 0:
             return None
         test = text[cond[0] + 1 : cond[1]]
-        for part in conjuncts(test):
+        for part in and_operands(test):
             m = _UNSET.match(part)
             if m is None:
                 continue
@@ -450,7 +407,7 @@ def debug_test(cond: str) -> bool:
     """Whether ``cond`` is true only when debugging or profiling (``coldpaths.debug_name``,
     ``coldpaths.debug_level_name``): one operand of its ``&&`` is a debug flag (bare, ``== true``, ``!= 0``,
     ``> 0``), a debug or verbosity level above a threshold, or a log level at a debug or trace level."""
-    for part in conjuncts(cond):
+    for part in and_operands(cond):
         m = _OPERAND.match(part)
         if m is not None:
             name = re.split(r"\.|->|::", _tidy(m.group(1)))[-1]

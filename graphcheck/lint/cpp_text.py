@@ -100,3 +100,46 @@ def harness_program(text: str) -> bool:
     if "TEST" not in text and "BENCHMARK" not in text and "SCENARIO" not in text:
         return False
     return _HARNESS_FILE.search(text) is not None
+
+
+def and_operands(cond: str) -> list[str]:
+    """The top-level operands of an ``&&`` (or the whole test, outer parentheses dropped); none when ``||`` or
+    ``?`` joins its top level."""
+    depth = 0
+    parts: list[str] = []
+    last = 0
+    k = 0
+    while k < len(cond):
+        ch = cond[k]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and (cond.startswith("||", k) or ch == "?"):
+            return []
+        elif depth == 0 and cond.startswith("&&", k):
+            parts.append(cond[last:k])
+            last = k + 2
+            k += 1
+        k += 1
+    parts.append(cond[last:])
+    out = []
+    for part in parts:
+        p = " ".join(part.split())
+        while p.startswith("(") and p.endswith(")") and _balanced(p[1:-1]):
+            p = p[1:-1].strip()
+        if p:
+            out.append(p)
+    return out
+
+
+def _balanced(s: str) -> bool:
+    depth = 0
+    for ch in s:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
