@@ -436,10 +436,11 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         sources = LintedSources(linted, stats)  # the tree's bytes, read (if at all) once for the caller passes
         raw = drop_size_queries(raw, linted, sources)  # size queries of a callee defined elsewhere launch nothing
         site = shown_site(first, _top_folder(linted))  # an application tree
-        # launches on the per-thread default stream that the tree's C++ captures on (first: fewer errors to ask after)
-        raw = demote_per_thread(raw, linted, sources, folders, directory, sorted(tests), config.eager_functions)
         raw = demote_uncalled(raw, linted, directory, sources, site, sorted(tests),  # tests: for the ops they name
                               config.eager_functions)  # C++ plan steps and code only they call: warnings
+        # launches on the per-thread default stream that the tree's C++ captures on (before the op pass, which
+        # asks the callers of every error left and keeps no cache; after the callers pass, whose bytes it reuses)
+        raw = demote_per_thread(raw, linted, sources, folders, directory, sorted(tests), config.eager_functions)
         raw = demote_cold_ops(raw, linted, project, sources)  # ops only load-time or uncaptured Python calls: warnings
         raw = demote_opt_in(raw, linted, sources, sorted(tests))  # syncs under a bool flag no caller turns on
         raw, _ = demote_unreachable(raw, linted, project, sources)  # no capture reaches the tree's C++: warnings
