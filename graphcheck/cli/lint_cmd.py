@@ -153,9 +153,9 @@ def run(args: argparse.Namespace) -> int:
                       from_cache=result.from_cache)
     if result.files_excluded:
         summary.notes.append(f"{result.files_excluded} files excluded (tests, benchmarks, examples, docs, non-CUDA "
-                             "vendor backends, copies of other projects in third-party folders; "
-                             "`default-exclude`/`vendor-exclude`/`third-party` in [tool.graphcheck], or name the "
-                             "path)")
+                             "vendor backends, copies of other projects (third-party folders, vendored library "
+                             "checkouts); `default-exclude`/`vendor-exclude`/`third-party` in [tool.graphcheck], or "
+                             "name the path)")
     summary.notes.append(scope_note(result, config.all_functions))
     if result.capture_site is not None:
         summary.notes.append(capture_note(result.capture_site, result.uncalled_capture))

@@ -235,16 +235,33 @@ def _deepest_root(path: str, dirs: Sequence[str]) -> str | None:
     return max((d for d in dirs if path.startswith(d.rstrip(os.sep) + os.sep)), key=len, default=None)
 
 
+# C++ libraries that projects vendor as a whole checkout, often outside a third-party folder (`csrc/cutlass`, a
+# submodule): with its own licence file at its top, such a folder is that library's copy
+_VENDORED_LIBRARIES = frozenset({"cutlass", "cccl", "cub", "thrust", "googletest", "benchmark", "pybind11",
+                                 "nanobind", "spdlog", "fmt", "abseil-cpp", "composable_kernel", "nccl", "nvshmem"})
+_LICENCE_FILES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "LICENCE", "COPYING")
+
+
+def _is_checkout(folder: str) -> bool:
+    """Whether ``folder`` (named like a vendored library) is a checkout of it: a licence file of its own, and
+    not a Python package (a project's own ``cutlass/`` package of kernels)."""
+    if os.path.isfile(os.path.join(folder, "__init__.py")):
+        return False
+    return any(os.path.isfile(os.path.join(folder, name)) for name in _LICENCE_FILES)
+
+
 def _third_party(found: Sequence[files_mod.SourceFile], paths: Sequence[str | os.PathLike[str]],
                  patterns: Sequence[str]) -> set[str]:
     """Files below a linted directory inside a folder named like ``third-party`` (``3rdparty/``,
-    ``third_party/``) that is not a Python package: a copy of another project (a submodule, a vendored
-    library), linted with its own project. A package of that name (``vllm/third_party/__init__.py``) is the
+    ``third_party/``) that is not a Python package, or inside a checkout of a library projects vendor whole
+    (``csrc/cutlass/`` with its own licence file, ``_VENDORED_LIBRARIES``): a copy of another project (a submodule,
+    a vendored library), linted with its own project. A package of that name (``vllm/third_party/__init__.py``) is the
     engine's own adapted code and stays in; a directory named on the command line is never dropped."""
     if not patterns:
         return set()
     folder_re = files_mod.glob_regex(tuple(patterns))
     assert folder_re is not None
+    checkout: dict[str, bool] = {}  # a folder named like a library others vendor -> whether it is a checkout of it
     cwd = os.getcwd()
     dirs = [os.path.normpath(os.path.join(cwd, os.fspath(p))) for p in paths]
     dirs = [d for d in dirs if os.path.isdir(d)]
@@ -262,6 +279,12 @@ def _third_party(found: Sequence[files_mod.SourceFile], paths: Sequence[str | os
                 if folder not in package:
                     package[folder] = os.path.isfile(os.path.join(folder, "__init__.py"))
                 if not package[folder]:
+                    out.add(sf.path)
+                    break
+            elif part.lower() in _VENDORED_LIBRARIES:
+                if folder not in checkout:
+                    checkout[folder] = _is_checkout(folder)
+                if checkout[folder]:
                     out.add(sf.path)
                     break
     return out

@@ -123,3 +123,44 @@ def test_unit_test_folders_are_excluded_but_a_module_named_unittest_is_not(tmp_p
     result = lint_paths(["."], Config(root=tmp_path), use_cache=False, jobs=1)
     assert files_with_findings(result) == ["pkg/ops.py", "pkg/unittest.py", "pkg/unittest_utils.py"]
     assert result.files_excluded == 4
+
+
+def _vendored_tree(tmp_path, *, licence: bool = True, package: bool = False):
+    from pathlib import Path
+
+    root = Path(tmp_path)
+    copy = root / "csrc" / "cutlass" / "tools" / "util"
+    copy.mkdir(parents=True)
+    (copy / "reference.cu").write_text("void ref(float* x) { ref_kernel<<<1, 32>>>(x); }\n")
+    if licence:
+        (root / "csrc" / "cutlass" / "LICENSE.txt").write_text("licence text\n")
+    if package:
+        (root / "csrc" / "cutlass" / "__init__.py").write_text("")
+    (root / "csrc" / "ops.cu").write_text("void op(float* x) { op_kernel<<<1, 32>>>(x); }\n")
+    return root
+
+
+def _linted(root, **settings) -> tuple[set[str], int]:
+    from graphcheck.config import Config
+    from graphcheck.lint.engine import lint_paths
+
+    result = lint_paths([str(root)], Config(root=root, **settings), use_cache=False, jobs=1)
+    return {f.path.rsplit("/", 1)[-1] for f in result.findings if f.code == "GC201"}, result.files_excluded
+
+
+def test_a_checkout_of_a_vendored_library_is_a_copy_of_another_project(tmp_path):
+    found, excluded = _linted(_vendored_tree(tmp_path))
+    assert found == {"ops.cu"}
+    assert excluded == 1
+
+
+def test_a_folder_named_like_the_library_without_its_licence_or_as_a_package_is_linted(tmp_path):
+    for i, shape in enumerate(({"licence": False}, {"package": True})):
+        found, excluded = _linted(_vendored_tree(tmp_path / str(i), **shape))
+        assert found == {"ops.cu", "reference.cu"}, shape
+        assert excluded == 0
+
+
+def test_third_party_off_lints_the_checkout_too(tmp_path):
+    found, _ = _linted(_vendored_tree(tmp_path), third_party=())
+    assert found == {"ops.cu", "reference.cu"}

@@ -63,5 +63,5 @@ def test_the_summary_names_the_setting(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(_tree(tmp_path))
     main(["lint", ".", "--no-cache", "--exit-zero"])
     out = capsys.readouterr().out
-    assert "2 files excluded" in out and "copies of other projects in third-party folders" in out
+    assert "2 files excluded" in out and "copies of other projects (third-party folders, vendored library checkouts)" in out
     assert "`third-party`" in out
