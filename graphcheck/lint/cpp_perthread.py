@@ -16,7 +16,8 @@ When the first holds, a GC201 error on ``cudaStreamPerThread``, and when both ho
 stream or a ``0``/``nullptr`` stream, becomes a warning that says so: the launch is captured when the thread that
 launches it is the one that captures (another thread's default stream is another stream), and it would escape a
 capture on any other stream (an engine's ``torch.cuda.graph`` around the same op). Trees without such a capture
-are left alone. The begin search is ``own_begin``'s, cached; only the begin's file and the build scripts are read.
+are left alone. The begin is the one the summary names, found once per run; only its file and the build
+scripts are read here.
 """
 
 from __future__ import annotations
@@ -24,14 +25,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from graphcheck.findings import Finding, Severity
 
 if TYPE_CHECKING:
     from graphcheck.lint.cpp_callers import LintedSources
+    from graphcheck.lint.cpp_capture import Begin
 
 _PER_THREAD_BEGIN = re.compile(r"\b(?:cudaStreamBeginCapture\w*|cuStreamBeginCapture\w*)\s*\(\s*(?:\(\s*"
                                r"(?:cudaStream_t|CUstream)\s*\)\s*)?(?:cudaStreamPerThread|CU_STREAM_PER_THREAD)\b")
@@ -41,14 +42,11 @@ _NULL_STREAMS = {None, "0", "nullptr", "NULL"}
 _BUILD_SCRIPTS = ("setup.py",)  # beside CMakeLists.txt at a linted folder
 
 
-def _per_thread_begin(files: Sequence[tuple[str, str]], sources: LintedSources | None, cache_dir: Path | None,
-                      tests: Sequence[str], eager: Sequence[str]) -> tuple[str, int] | None:
-    """(path, line) of the tree's C++ capture (``cpp_capture.own_begin``: the first begin in code something in the
-    tree calls, its answer cached beside the lint cache) when it begins on ``cudaStreamPerThread``; else None."""
+def _per_thread_begin(live: Begin | None, sources: LintedSources | None) -> tuple[str, int] | None:
+    """(path, line) of the tree's C++ capture ``live`` (``cpp_capture.own_begin``: the first begin in code something
+    in the tree calls) when it begins on ``cudaStreamPerThread``; else None."""
     from graphcheck.lint.cpp_callers import read_source
-    from graphcheck.lint.cpp_capture import own_begin
 
-    live, _dead = own_begin(files, sources, cache_dir, tests, eager)
     if live is None or not live.word.startswith(("cudaStreamBeginCapture", "cuStreamBeginCapture")):
         return None
     lines = read_source(live.path, sources).decode("utf-8", "replace").splitlines()
@@ -77,18 +75,18 @@ def _per_thread_build(files: Sequence[tuple[str, str]], folders: Sequence[str]) 
 
 
 def demote_per_thread(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
-                      sources: LintedSources | None = None, folders: Sequence[str] = (), cache_dir: Path | None = None,
-                      tests: Sequence[str] = (), eager: Sequence[str] = ()) -> dict[str, list[Finding]]:
-    """``raw`` with the GC201 errors this module's docstring describes made warnings; ``folders``: the linted
-    directories (their build scripts are read too); ``cache_dir``, ``tests``, ``eager`` as ``own_begin`` takes
-    them (the summary asks it the same, so its cached answer serves both)."""
+                      tree_begin: Callable[[], Begin | None], sources: LintedSources | None = None,
+                      folders: Sequence[str] = ()) -> dict[str, list[Finding]]:
+    """``raw`` with the GC201 errors this module's docstring describes made warnings. ``tree_begin()``: the
+    tree's C++ capture (``cpp_capture.own_begin``'s live begin; asked only when such an error is left, and shared
+    with the summary, which names it); ``folders``: the linted directories (their build scripts are read too)."""
     cpp = {path for path, language in files if language == "cpp"}
     wanted = [f for path, found in raw.items() if path in cpp for f in found
               if f.code == "GC201" and f.severity is Severity.ERROR
               and (f.evidence.get("stream") in _PER_THREAD_STREAMS or f.evidence.get("stream") in _NULL_STREAMS)]
     if not wanted:
         return raw
-    begin = _per_thread_begin(files, sources, cache_dir, tests, eager)
+    begin = _per_thread_begin(tree_begin(), sources)
     if begin is None:
         return raw
     from graphcheck.lint.cpp_callers import _top

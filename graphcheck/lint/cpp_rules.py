@@ -1146,22 +1146,15 @@ _PYTORCH_SCOPES = frozenset({"cuda", "hip", "at", "c10", "torch"})  # `at::hip::
 def _member_call(text: str, at: int) -> bool:
     """Whether the name at ``at`` is called as a member or through a scope other than PyTorch's (``cuda::``,
     ``hip::``): ``x->f(``, ``x.f(``, ``Platform::f(``."""
-    j = at - 1
-    while j >= 0 and text[j] in " \t\n":
-        j -= 1
+    j = _skip_ws_back(text, at - 1)
     if j < 1:
         return False
     if text[j] == "." or text[j - 1:j + 1] == "->":
         return True
     if text[j - 1:j + 1] != "::":
         return False
-    k = j - 2
-    while k >= 0 and text[k] in " \t\n":
-        k -= 1
-    end = k + 1
-    while k >= 0 and (text[k].isalnum() or text[k] == "_"):
-        k -= 1
-    return text[k + 1:end] not in _PYTORCH_SCOPES
+    scope, _ = _word_back(text, _skip_ws_back(text, j - 2))
+    return scope.rsplit("::", 1)[-1] not in _PYTORCH_SCOPES
 
 
 def lint_cpp(source: str, path: str) -> list[Finding]:

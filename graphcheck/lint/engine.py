@@ -9,6 +9,7 @@ files are still linted; an exception inside a rule becomes GC003 for that file.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -449,7 +450,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         from graphcheck.lint.cpp_builds import demote_unbuilt
         from graphcheck.lint.cpp_callers import LintedSources, demote_uncalled
         from graphcheck.lint.cpp_callers import _top as _top_folder
-        from graphcheck.lint.cpp_capture import demote_unreachable
+        from graphcheck.lint.cpp_capture import demote_unreachable, own_begin
         from graphcheck.lint.cpp_flags import demote_opt_in
         from graphcheck.lint.cpp_ops import demote_cold_ops
         from graphcheck.lint.cpp_perthread import demote_per_thread
@@ -457,13 +458,16 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
 
         linted = [(sf.path, sf.language) for sf in discovery.files]
         sources = LintedSources(linted, stats)  # the tree's bytes, read (if at all) once for the caller passes
+        # the capture the tree's C++ begins in code it calls: asked (once) by the per-thread pass and the summary
+        tree_begin = functools.cache(lambda: own_begin(linted, sources, directory, sorted(tests),
+                                                       config.eager_functions))
         raw = drop_size_queries(raw, linted, sources)  # size queries of a callee defined elsewhere launch nothing
         site = shown_site(first, _top_folder(linted))  # an application tree
         raw = demote_uncalled(raw, linted, directory, sources, site, sorted(tests),  # tests: for the ops they name
                               config.eager_functions)  # C++ plan steps and code only they call: warnings
         # launches on the per-thread default stream that the tree's C++ captures on (before the op pass, which
         # asks the callers of every error left and keeps no cache; after the callers pass, whose bytes it reuses)
-        raw = demote_per_thread(raw, linted, sources, folders, directory, sorted(tests), config.eager_functions)
+        raw = demote_per_thread(raw, linted, lambda: tree_begin()[0], sources, folders)
         raw = demote_cold_ops(raw, linted, project, sources)  # ops only load-time or uncaptured Python calls: warnings
         raw = demote_opt_in(raw, linted, sources, sorted(tests))  # syncs under a bool flag no caller turns on
         raw, _ = demote_unreachable(raw, linted, project, sources)  # no capture reaches the tree's C++: warnings
@@ -493,10 +497,10 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         own_capture = shown_site(first, os.path.commonpath(folders)) or ""
         cpp_paths = [sf.path for sf in discovery.files if sf.language == "cpp"]
         if not own_capture and cpp_paths:  # a C++ engine that begins its captures itself, in code it calls
-            from graphcheck.lint.cpp_capture import own_begin, uncalled_note
+            from graphcheck.lint.cpp_capture import uncalled_note
 
             base = os.path.commonpath(folders)
-            live, dead = own_begin(linted, sources, directory, sorted(tests), config.eager_functions)
+            live, dead = tree_begin()
             own_capture = shown_site(live.site if live is not None else None, base) or ""
             if dead:
                 uncalled_capture = uncalled_note(dead, base)
