@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 
 from graphcheck.lint.coldpaths import debug_level_name, debug_name, name_words, verbose_flag
-from graphcheck.lint.cpp_text import _enclosing, _skip_ws_back, _word_back, and_operands
+from graphcheck.lint.cpp_text import _enclosing, _skip_ws_back, _word_back, and_operands, if_parens
 
 _CHAIN = r"(?:this\s*->\s*)?[A-Za-z_]\w*(?:\s*(?:\.|->)\s*[A-Za-z_]\w*)*"
 _NULL = r"(?:nullptr|NULL|0|false)"
@@ -69,14 +69,7 @@ class Once:
 
 def _condition(text: str, brace: int, pairs: dict[int, int]) -> tuple[int, int] | None:
     """(open, close) of the parentheses of the ``if (...)`` whose block opens at ``brace``, or None."""
-    k = _skip_ws_back(text, brace - 1)
-    if k < 0 or text[k] != ")":
-        return None
-    o = pairs.get(k, -1)
-    if o < 0 or k - o > 600:
-        return None
-    word, _ = _word_back(text, _skip_ws_back(text, o - 1))
-    return (o, k) if word == "if" else None
+    return if_parens(text, brace, pairs, 600)
 
 
 def _statement_start(text: str, pos: int, floor: int, pairs: dict[int, int]) -> int:

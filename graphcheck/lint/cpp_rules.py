@@ -48,7 +48,7 @@ from graphcheck import rules
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint import cpp_driver, cpp_once
 from graphcheck.lint.coldpaths import measuring_name, name_words, timing_name
-from graphcheck.lint.cpp_text import _enclosing, _head_before, _skip_ws_back, _word_back, harness_program
+from graphcheck.lint.cpp_text import _enclosing, _head_before, _skip_ws_back, _word_back, harness_program, if_parens
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RAW_PREFIX = re.compile(r'(?:u8|u|U|L)?R"([^()\\\s]{0,16})\(')
@@ -816,14 +816,8 @@ _NEGATED_FLAG = re.compile(r"^\s*!\s*\(?\s*[\w.>:-]*(?:graph|captur)\w*\s*\)?\s*
 
 def _condition_before(text: str, brace: int, pairs: dict[int, int]) -> str | None:
     """The condition of the ``if (...)`` whose block opens at ``brace``, or None."""
-    k = _skip_ws_back(text, brace - 1)
-    if k < 0 or text[k] != ")":
-        return None
-    o = pairs.get(k, -1)
-    if o < 0:
-        return None
-    word, _ = _word_back(text, _skip_ws_back(text, o - 1))
-    return text[o + 1 : k] if word == "if" and k - o < 400 else None
+    parens = if_parens(text, brace, pairs, 399)
+    return None if parens is None else text[parens[0] + 1 : parens[1]]
 
 
 _IDENTS = re.compile(r"[A-Za-z_]\w*")

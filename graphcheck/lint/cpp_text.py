@@ -25,6 +25,19 @@ def _word_back(text: str, k: int) -> tuple[str, int]:
     return text[j + 1 : k + 1], j
 
 
+def if_parens(text: str, brace: int, pairs: dict[int, int], longest: int) -> tuple[int, int] | None:
+    """(open, close) of the parentheses of the ``if (...)`` whose block opens at ``brace``, when they span at most
+    ``longest`` characters; None for another block."""
+    k = _skip_ws_back(text, brace - 1)
+    if k < 0 or text[k] != ")":
+        return None
+    o = pairs.get(k, -1)
+    if o < 0 or k - o > longest:
+        return None
+    word, _ = _word_back(text, _skip_ws_back(text, o - 1))
+    return (o, k) if word == "if" else None
+
+
 def _head_before(text: str, start: int, floor: int) -> str:
     """Up to 200 characters before ``start`` (not before ``floor``), less a trailing ``a::b::`` qualification: what
     precedes a call such as ``at::cuda::getStreamFromPool(...)`` (``return ``, ``auto s = ``)."""
