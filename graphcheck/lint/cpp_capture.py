@@ -21,7 +21,14 @@ When a directory is linted and none of the three holds, the C++ errors of the tr
 warnings whose message says so: an engine with its own C++ runtime, its own streams and no capture
 (TurboMind in lmdeploy, bound by pybind to Python code no capture reaches), or a C++ library with no
 Python binding. When any of them holds, nothing is changed here (the per-function caller check in
-``cpp_callers`` still applies). Single files (a pre-commit run) are left alone: the tree is not known.
+``cpp_callers`` still applies), with two exceptions for a tree whose Python captures nothing. A use of the graph
+API only in the files of a capture nothing in the tree calls (``own_begin`` below: a CUDA-graph runner no model
+code uses) does not count as the first way. And PyTorch use counts as the second way only through what the tree
+binds into Python (``graphcheck.lint.cpp_bindings``): a C++ function that no binding an engine could capture (one
+that takes a tensor, a stream or a device address and hands no host data back) leads to gets warnings, since a C++
+engine that runs its own model binds a host-level API (token ids in, host tokens out) that no capture calls. A tree
+that binds nothing keeps its errors (a library bound elsewhere). Single files (a pre-commit run) are left alone:
+the tree is not known.
 
 Separately, the lint summary names where a tree with no Python capture site begins a capture in its C++
 (``own_begin``: ``graph.capture_begin(...)``, ``cudaStreamBeginCapture``), counting only a begin whose function
@@ -37,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from graphcheck.findings import Finding, Severity
@@ -45,6 +52,7 @@ from graphcheck.findings import Finding, Severity
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from graphcheck.lint.cpp_bindings import Bound
     from graphcheck.lint.cpp_callers import CallerIndex, LintedSources
     from graphcheck.lint.project import ProjectIndex
 
@@ -63,6 +71,8 @@ _INTEROP_BYTES = (b"at::", b"c10::", b"torch::", b"ffi", b"TORCH_", b"TVM", b"ge
 _MODULE = re.compile(r"\b(?:PYBIND11_MODULE|NB_MODULE)\s*\(\s*([A-Za-z_]\w*)\s*,")
 _MODULE_BYTES = (b"PYBIND11_MODULE", b"NB_MODULE")
 _REASON = "no capture can reach this tree's C++"
+_HOST_API = "no capturable binding reaches the function"
+_REACH_FILE = "cpp-bindings-v1.json"  # the binding reach's answer, beside the lint cache
 
 
 @dataclasses.dataclass
@@ -72,6 +82,7 @@ class TreeFacts:
     graph: tuple[str, int, str] | None = None  # the C++ captures, or checks for capture, itself
     interop: tuple[str, int, str] | None = None  # the C++ works on PyTorch's or TVM-FFI's stream
     modules: dict[str, str] = dataclasses.field(default_factory=dict)  # Python extension module -> file
+    graph_files: list[str] = dataclasses.field(default_factory=list)  # files that use the graph API
 
     @property
     def capturable(self) -> bool:
@@ -96,16 +107,17 @@ def _blank_source(data: bytes, path: str) -> tuple[str, str] | None:
     return None if cpp_rules.is_program(text, path) else (source, text)
 
 
-def tree_facts(paths: Sequence[str], sources: LintedSources | None = None) -> TreeFacts:
-    """Scan the C++ files ``paths`` (their bytes from ``sources`` where the caller passes read them);
-    stops at the first capture or PyTorch/TVM-FFI use."""
+def tree_facts(paths: Sequence[str], sources: LintedSources | None = None, every_graph: bool = False) -> TreeFacts:
+    """Scan the C++ files ``paths`` (their bytes from ``sources`` where the caller passes read them); stops at the
+    first capture or PyTorch/TVM-FFI use, unless ``every_graph``: then it reads on, to list every file that uses the
+    graph API (``graph_files``)."""
     from graphcheck.lint.cpp_callers import read_source
 
     facts = TreeFacts()
     for path in paths:
         data = read_source(path, sources)
         graph = any(w in data for w in _GRAPH_BYTES)
-        interop = any(w in data for w in _INTEROP_BYTES)
+        interop = facts.interop is None and any(w in data for w in _INTEROP_BYTES)
         module = any(w in data for w in _MODULE_BYTES)
         if not (graph or interop or module):
             continue
@@ -114,13 +126,17 @@ def tree_facts(paths: Sequence[str], sources: LintedSources | None = None) -> Tr
             continue
         source, text = read
         if graph and (m := _GRAPH.search(text)) is not None:
-            facts.graph = (path, _line(text, m.start()), m.group())
-            return facts
+            if facts.graph is None:
+                facts.graph = (path, _line(text, m.start()), m.group())
+            facts.graph_files.append(path)
+            if not every_graph:
+                return facts
         if interop:
             m = _INTEROP.search(text) or _INCLUDE_QUOTED.search(source)
             if m is not None:
                 facts.interop = (path, _line(source, m.start()), m.group().strip())
-                return facts
+                if not every_graph:
+                    return facts
         if module:
             for m in _MODULE.finditer(text):
                 facts.modules.setdefault(m.group(1), path)
@@ -206,9 +222,9 @@ def begin_callers(begin: Begin, index: CallerIndex) -> list[str] | None:
     return index.uncalled(begin.function)
 
 
-def _begins_key(paths: Sequence[str], sources: LintedSources | None) -> str:
-    """The begin search's cache key: the modules' source and the stat of every C++ file it searches (taken once
-    per run through ``sources``)."""
+def _begins_key(paths: Sequence[str], sources: LintedSources | None, extra: Sequence[str] = ()) -> str:
+    """The begin search's cache key: the modules' source (and the ``extra`` modules') and the stat of every C++ file
+    it searches (taken once per run through ``sources``)."""
     import hashlib
     from pathlib import Path
 
@@ -216,7 +232,7 @@ def _begins_key(paths: Sequence[str], sources: LintedSources | None) -> str:
 
     stat = sources.stat if sources is not None else _stat
     h = hashlib.blake2b(digest_size=16)
-    for mod in ("cpp_capture.py", "cpp_rules.py", "cpp_callers.py", "cpp_text.py"):
+    for mod in ("cpp_capture.py", "cpp_rules.py", "cpp_callers.py", "cpp_text.py", *extra):
         try:
             h.update((Path(__file__).resolve().parent / mod).read_bytes())
         except OSError:
@@ -314,8 +330,9 @@ def uncalled_note(dead: Sequence[tuple[Begin, list[str]]], base: str) -> str:
     return f"{shown_site(begin.site, base)}, {why}{tail}"
 
 
-def _reason(facts: TreeFacts) -> str:
-    base = ("no capture can reach it: this tree's C++ never captures a CUDA graph or checks for one, and "
+def _reason(facts: TreeFacts, runner: str = "") -> str:
+    never = f"never captures a CUDA graph ({runner})" if runner else "never captures a CUDA graph or checks for one"
+    base = (f"no capture can reach it: this tree's C++ {never}, and "
             "does not use PyTorch or TVM-FFI (no torch op, not on PyTorch's stream)")
     if not facts.modules:
         return base + ", and it defines no Python extension module"
@@ -325,32 +342,110 @@ def _reason(facts: TreeFacts) -> str:
     return base + f", and no capture-reachable Python function calls its Python module{plural} {shown}"
 
 
+def _dead_runner_only(facts: TreeFacts, begin: Callable[[], tuple[Begin | None, list[tuple[Begin, list[str]]]]]) -> str:
+    """The note for a tree whose only use of the graph API is in capture code nothing in it calls (a begin
+    ``own_begin`` finds dead, and the header of its file): "" when some other file uses the API or a begin is
+    live."""
+    import os
+
+    if not facts.graph_files:
+        return ""
+    live, dead = begin()
+    if live is not None or not dead:
+        return ""
+    stems = {os.path.splitext(b.path)[0] for b, _callers in dead}
+    if any(os.path.splitext(p)[0] not in stems for p in facts.graph_files):
+        return ""
+    first = dead[0][0]
+    return f"its only capture code, `{first.word}` in `{first.function}`, is in code nothing in the tree calls"
+
+
+def _bound_shown(bounds: Sequence[Bound], capturable: bool) -> str:
+    names = sorted({f"{b.owner}.{b.name}" if b.owner and b.name else b.name or b.owner
+                    for b in bounds if b.capturable is capturable} - {""})
+    return ", ".join(f"`{n}`" for n in names[:3]) + (", ..." if len(names) > 3 else "")
+
+
+def _host_api_reason(function: str, bounds: Sequence[Bound], runner: str) -> str:
+    device = [b for b in bounds if b.capturable]
+    base = ("no capture can reach it: this tree never captures a CUDA graph" + (f" ({runner})" if runner else "")
+            + f", and nothing it binds into Python that an engine could capture (a call that takes a tensor, a "
+              f"stream or a device address and hands no host data back) leads to `{function}`")
+    if device:
+        return base + f" (only {_bound_shown(bounds, True)} take device work)"
+    shown = _bound_shown(bounds, False)
+    return base + f": its {len(bounds)} bindings are a host-level API" + (f" ({shown})" if shown else "")
+
+
+def _demoted(f: Finding, why: str, check: str, modules: Sequence[str]) -> Finding:
+    return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
+                               evidence={**f.evidence, "capture_check": check, "python_modules": sorted(modules)})
+
+
+def _binding_reach(paths: Sequence[str], sources: LintedSources | None,
+                   cache_dir: Path | None) -> tuple[list[Bound], set[str]]:
+    """The tree's bindings (``cpp_bindings.surface``) and what the capturable ones reach (``capture_reach``),
+    cached in ``cache_dir`` under the stat of the C++ files, so an unchanged tree reads them once."""
+    from graphcheck.lint.cache import read_verdicts, write_verdicts
+    from graphcheck.lint.cpp_bindings import Bound, capture_reach, surface
+
+    key = _begins_key(paths, sources, ("cpp_bindings.py",))
+    cached = read_verdicts(cache_dir, _REACH_FILE, key, lambda v: isinstance(v, list))
+    if cached is not None:
+        try:
+            bounds = [Bound(str(p), int(n), str(name), bool(c), (), str(o)) for p, n, name, c, o in cached["bounds"]]
+            return bounds, {str(r) for r in cached["reach"]}
+        except (KeyError, TypeError, ValueError):
+            pass
+    bounds = surface(paths, sources)
+    reach = capture_reach(paths, sources, bounds) if bounds else set()
+    write_verdicts(cache_dir, _REACH_FILE, key, {"bounds": [[b.path, b.line, b.name, b.capturable, b.owner]
+                                                            for b in bounds], "reach": sorted(reach)})
+    return bounds, reach
+
+
 def demote_unreachable(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
-                       project: ProjectIndex | None,
-                       sources: LintedSources | None = None) -> tuple[dict[str, list[Finding]], TreeFacts | None]:
+                       project: ProjectIndex | None, sources: LintedSources | None = None,
+                       begin: Callable[[], tuple[Begin | None, list[tuple[Begin, list[str]]]]] | None = None,
+                       python_capture: bool = False,
+                       cache_dir: Path | None = None) -> tuple[dict[str, list[Finding]], TreeFacts | None]:
     """``raw`` (findings by file path) with every C++ error made a warning when no capture can reach the
     tree's C++ (see the module docstring). ``files`` are ``(path, language)`` of every linted file;
-    ``project`` is the run's ``ProjectIndex`` (what Python is capture-reachable). Returns the findings and the
-    facts (None when no C++ error needed them)."""
+    ``project`` is the run's ``ProjectIndex`` (what Python is capture-reachable). With ``begin`` (``own_begin``'s
+    answer, asked on demand) and no capture in the tree's Python (``python_capture``), a tree whose only graph code
+    is a runner nothing calls does not count as capturing, and in a tree that uses PyTorch but does not capture,
+    the errors of each C++ function that no binding an engine could capture leads to become warnings
+    (``cpp_bindings``; its answer cached in ``cache_dir``). Returns the findings and the facts (None when no C++
+    error needed them)."""
+
     cpp_paths = [path for path, language in files if language == "cpp"]
     cpp_set = set(cpp_paths)
     if not any(f.severity is Severity.ERROR and not f.code.startswith("GC0")
                for path, found in raw.items() if path in cpp_set for f in found):
         return raw, None
-    facts = tree_facts(cpp_paths, sources)
-    if facts.capturable:
+    refine = begin is not None and not python_capture
+    facts = tree_facts(cpp_paths, sources, every_graph=refine)
+    runner = _dead_runner_only(facts, begin) if refine and begin is not None and facts.graph is not None else ""
+    if facts.graph is not None and not runner:
         return raw, facts
     if project is not None and project.extension_entry(set(facts.modules)) is not None:
         return raw, facts  # a captured Python caller may call into the C++ (which function: not traced)
-    why = _reason(facts)
+    if facts.interop is None:
+        why = _reason(facts, runner)
+        return {path: [_demoted(f, why, _REASON, list(facts.modules))
+                       if path in cpp_set and f.severity is Severity.ERROR and not f.code.startswith("GC0") else f
+                       for f in found] for path, found in raw.items()}, facts
+    if not refine:
+        return raw, facts
+    bounds, reach = _binding_reach(cpp_paths, sources, cache_dir)
+    if not bounds:
+        return raw, facts  # a library bound elsewhere, or called from other C++: who captures it is not known here
     out: dict[str, list[Finding]] = {}
     for path, found in raw.items():
         if path not in cpp_set:
             out[path] = found
             continue
-        out[path] = [dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
-                                         evidence={**f.evidence, "capture_check": _REASON,
-                                                   "python_modules": sorted(facts.modules)})
-                     if f.severity is Severity.ERROR and not f.code.startswith("GC0") else f
-                     for f in found]
+        out[path] = [_demoted(f, _host_api_reason(f.function, bounds, runner), _HOST_API, list(facts.modules))
+                     if f.severity is Severity.ERROR and not f.code.startswith("GC0") and f.function
+                     and f.function not in reach else f for f in found]
     return out, facts

@@ -80,7 +80,20 @@ def test_a_capture_in_the_trees_cpp_keeps_the_error(tmp_path):
     write(tmp_path, "src/runtime/graph.cu", "#include <cuda_runtime.h>\n"
           "void capture_step(cudaStream_t s, cudaGraph_t* g) {\n"
           "  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);\n  cudaStreamEndCapture(s, g);\n}\n")
+    write(tmp_path, "src/python/bind.cpp", PYBIND.replace("\n}", '\n  m.def("capture_step", &capture_step);\n}'))
     assert severities(gc110(tmp_path)) == [("error", "grouped_launch")]
+
+
+def test_a_capture_nothing_in_the_tree_calls_does_not_keep_the_error(tmp_path):
+    # the begin is in a function nothing calls or binds (cpp_capture.own_begin): the tree does not capture
+    engine_tree(tmp_path)
+    write(tmp_path, "src/runtime/graph.cu", "#include <cuda_runtime.h>\n"
+          "void capture_step(cudaStream_t s, cudaGraph_t* g) {\n"
+          "  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);\n  cudaStreamEndCapture(s, g);\n}\n")
+    found = gc110(tmp_path)
+    assert severities(found) == [("warning", "grouped_launch")]
+    assert ("never captures a CUDA graph (its only capture code, `cudaStreamBeginCapture` in `capture_step`, is in "
+            "code nothing in the tree calls)") in found[0].message
 
 
 def test_a_capture_status_check_in_the_trees_cpp_keeps_the_error(tmp_path):

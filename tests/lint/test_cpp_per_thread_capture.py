@@ -66,4 +66,16 @@ def test_a_capture_of_another_stream_changes_nothing(tmp_path):
 
 
 def test_a_per_thread_begin_nothing_calls_changes_nothing(tmp_path):
-    assert gc201(tmp_path, call="") == {11: "error", 12: "error"}
+    # the per-thread pass leaves both launches alone; they are warnings only because the tree's one capture is
+    # in code nothing calls, and nothing else can reach its C++ (no PyTorch: cpp_capture.demote_unreachable)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "graph.cu").write_text(GRAPH_CU.replace("{stream}", "cudaStreamPerThread")
+                                               .replace("{call}", ""))
+    (tmp_path / "CMakeLists.txt").write_text(CMAKE.replace("{flag}", PER_THREAD))
+    found = [f for f in lint_paths([str(tmp_path)], Config(root=tmp_path), use_cache=False, jobs=1).findings
+             if f.code == "GC201"]
+    assert {f.line: f.severity.value for f in found} == {11: "warning", 12: "warning"}
+    for f in found:
+        assert f.evidence["capture_check"] == "no capture can reach this tree's C++"
+        assert "per_thread_capture" not in f.evidence
+        assert "`cudaStreamBeginCapture` in `begin_capture`, is in code nothing in the tree calls" in f.message
