@@ -424,8 +424,14 @@ def demote_unreachable(raw: dict[str, list[Finding]], files: Sequence[tuple[str,
                for path, found in raw.items() if path in cpp_set for f in found):
         return raw, None
     refine = begin is not None and not python_capture
-    facts = tree_facts(cpp_paths, sources, every_graph=refine)
-    runner = _dead_runner_only(facts, begin) if refine and begin is not None and facts.graph is not None else ""
+    facts = tree_facts(cpp_paths, sources)
+    runner = ""
+    if refine and begin is not None and (facts.graph is not None or facts.interop is not None):
+        live, dead = begin()
+        if facts.graph is not None and (live is not None or not dead):
+            return raw, facts  # a capture the tree runs, or graph code with no begin: the tree captures
+        facts = tree_facts(cpp_paths, sources, every_graph=True)  # every file of graph code, and what else it shows
+        runner = _dead_runner_only(facts, begin) if facts.graph is not None else ""
     if facts.graph is not None and not runner:
         return raw, facts
     if project is not None and project.extension_entry(set(facts.modules)) is not None:
