@@ -141,11 +141,11 @@ def _ws_default(device: torch.device) -> bool:
 
 def ws_fits(q: torch.Tensor, kv_cache: torch.Tensor) -> bool:
     """Whether the warp-specialised kernel (``PagedConfig.ws``) takes these inputs: next_n = 2, H = 64, D = 128,
-    blocks of 64 keys, a cache that ``tma_fits``, q contiguous (its query tiles come by TMA), at most
-    ``WS_MAX_BATCH`` requests. The shapes it was written and measured for; anything else takes the split launch."""
+    blocks of 64 keys, a cache that ``tma_fits``, q contiguous and 16-byte aligned (its query tiles come by TMA),
+    at most ``WS_MAX_BATCH`` requests. The shapes it was written and measured for; the rest take the split launch."""
     batch, next_n, heads, dim = q.shape
     return (next_n == 2 and heads == 64 and dim == 128 and kv_cache.shape[1] == 64 and batch <= WS_MAX_BATCH
-            and q.is_contiguous() and tma_fits(kv_cache, dim))
+            and q.is_contiguous() and q.data_ptr() % 16 == 0 and tma_fits(kv_cache, dim))
 
 
 def tma_fits(kv_cache: torch.Tensor, dim: int) -> bool:

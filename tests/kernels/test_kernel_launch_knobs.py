@@ -443,6 +443,9 @@ def test_ws_fits_only_the_shapes_it_was_written_for():
     inputs = paged_mqa_logits.make_inputs(2, 2, 64, 128, 64, 128, torch.tensor([64, 64]), seed=1)
     wide = torch.zeros(2, 2, 64, 256, dtype=torch.float8_e4m3fn)
     assert not paged_mqa_logits.ws_fits(wide[..., :128], inputs["kv_cache"])  # q not contiguous
+    flat = torch.zeros(2 * 2 * 64 * 128 + 8, dtype=torch.float8_e4m3fn)
+    assert not paged_mqa_logits.ws_fits(flat[8:].view(2, 2, 64, 128), inputs["kv_cache"])  # q not 16-byte aligned
+    assert paged_mqa_logits.ws_fits(flat[:-8].view(2, 2, 64, 128), inputs["kv_cache"])
 
 
 def test_a_default_ws_launch_falls_back_where_it_cannot_run(monkeypatch):
