@@ -65,6 +65,13 @@ class PagedConfig:
     #: same values and positions as the per-row stores. The next_n = 2 default (H200 run kern-s12-1: 1-4% faster
     #: on every next_n = 2 shape, see default_config).
     join_rows: bool = False
+    #: > 0: the persistent warp-specialised Gluon kernel (``paged_mqa_logits_ws``) with this many programs per SM:
+    #: next_n = 2, H = 64, D = 128, blocks of 64 keys, a cache that ``tma_fits``, contiguous q, at most
+    #: ``WS_MAX_BATCH`` requests, compute capability 9.0 (``ws_fits``; an explicit config that does not fit raises,
+    #: the default falls back). The next_n = 2 default where max_model_len is at most ``WS_MAX_SPAN`` block tables
+    #: (H200 run kern-s13-2, see default_config). ``ws_stages``: its key-tile ring.
+    ws: int = 0
+    ws_stages: int = 4
 
 
 #: PagedConfig.tma values: off, the keys through TMA, keys and scales through TMA
@@ -85,6 +92,17 @@ MIN_BLOCKS_PER_PROGRAM = 5
 #: groups in flight (``num = 3``; TTGIR of the sm_90 build). H200 run kernels-s3-1: one row per
 #: program with five stages was 1.5-9% faster than with three on every next_n = 1 shape.
 KEY_STAGES = 5
+
+
+#: the persistent warp-specialised kernel (``PagedConfig.ws``): programs per SM (registers: three warpgroups at 80
+#: registers fit twice), its key-tile ring, the most requests its set-up vector holds, and the longest max_model_len
+#: it takes by default, in block-table widths (its -inf fill is dealt out per request after the key work; where
+#: max_model_len is several times the table, as at ctx 8k mml 111k, that fill dominates and the split launch,
+#: whose many short programs spread it, was 1.7x faster in run kern-s13-2)
+WS_PROGRAMS_PER_SM = 2
+WS_STAGES = 4
+WS_MAX_BATCH = 1024
+WS_MAX_SPAN = 2
 
 
 #: ``PagedConfig.persistent`` is for sweeps (default 0). H200 run kernels-s4-3, every next_n = 2 shape: a
@@ -110,6 +128,24 @@ def _tma_default(device: torch.device) -> bool:
         return False
     index = device.index if device.index is not None else torch.cuda.current_device()
     return _fp8._capability(index) >= (9, 0)
+
+
+def _ws_default(device: torch.device) -> bool:
+    """Whether default launches on ``device`` may take the warp-specialised kernel: CUDA, compute capability 9.0
+    exactly (its wgmma is Hopper's), never under the interpreter (which cannot run Gluon)."""
+    if device.type != "cuda":
+        return False
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return _fp8._capability(index) == (9, 0)
+
+
+def ws_fits(q: torch.Tensor, kv_cache: torch.Tensor) -> bool:
+    """Whether the warp-specialised kernel (``PagedConfig.ws``) takes these inputs: next_n = 2, H = 64, D = 128,
+    blocks of 64 keys, a cache that ``tma_fits``, q contiguous and 16-byte aligned (its query tiles come by TMA),
+    at most ``WS_MAX_BATCH`` requests. The shapes it was written and measured for; the rest take the split launch."""
+    batch, next_n, heads, dim = q.shape
+    return (next_n == 2 and heads == 64 and dim == 128 and kv_cache.shape[1] == 64 and batch <= WS_MAX_BATCH
+            and q.is_contiguous() and q.data_ptr() % 16 == 0 and tma_fits(kv_cache, dim))
 
 
 def tma_fits(kv_cache: torch.Tensor, dim: int) -> bool:
@@ -158,8 +194,16 @@ def default_config(batch: int, next_n: int, heads: int, block_size: int, max_mod
         # faster, B=64 ctx 8k mml 16k 29.7 / 29.8 µs against 30.6 / 30.6). In that run, slower: one dot over both
         # rows' heads with masked per-row sums (PagedConfig.mask_sum of the run's code: 10-17% uncapped, 153
         # registers; 4-10% with a 128 cap), and 8 programs per SM on the long shapes (+9-10%).
+        # The persistent warp-specialised kernel where max_model_len is at most WS_MAX_SPAN block tables (ws_fits
+        # decides the rest in the launch). H200 run kern-s13-2 (device time per call in a CUDA graph, against this
+        # launch in the same run): B=64 ctx 8k mml 16k 26.2 µs against 29.3-29.4, B=128 ctx 8k mml 16k 46.1 against
+        # 49.3-49.5, B=64 ctx 32k mml 64k 86.1 against 90.6-90.9; where max_model_len is many tables long (ctx 8k
+        # mml 111k: 66 against 40 µs, ctx 32k mml 111k: 4-9% slower) the per-request fill after the key work loses.
+        ws = (WS_PROGRAMS_PER_SM if _ws_default(device) and heads == 64 and block_size == 64
+              and max_model_len <= WS_MAX_SPAN * max_blocks * block_size else 0)
         return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=KEY_STAGES, split_rows=True,
-                           pdl=pdl, tma=TMA_KEYS if _tma_default(device) else TMA_OFF, join_rows=True)
+                           pdl=pdl, tma=TMA_KEYS if _tma_default(device) else TMA_OFF, join_rows=True, ws=ws,
+                           ws_stages=WS_STAGES)
     # next_n 3-4 (not in the benchmark; unchanged since the 2026-11-29 sweeps): a dot per row over two
     # KV blocks at a time.
     return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=4, split_rows=True, pair_blocks=True,
@@ -785,6 +829,21 @@ def _run(q, kv_cache, weights, context_lens, block_tables, max_model_len: int, c
                                    max_blocks=block_tables.shape[1])
     if config is None and cfg.tma and not tma_fits(kv_cache, dim):
         cfg = dataclasses.replace(cfg, tma=TMA_OFF)  # a cache the copy engine cannot cut into boxes
+    if cfg.ws:
+        if not ws_fits(q, kv_cache) or not _ws_default(device) or fp8_dot is False:
+            if config is not None:
+                raise ValueError(f"ws needs next_n = 2, H = 64, D = 128, blocks of 64 keys, a TMA-cuttable cache, a "
+                                 f"contiguous q, at most {WS_MAX_BATCH} requests, the FP8 dot and compute capability "
+                                 f"9.0, got q "
+                                 f"{list(q.shape)}, cache {list(kv_cache.shape)} on {device}")
+            cfg = dataclasses.replace(cfg, ws=0)
+        else:
+            from graphcheck.kernels import paged_mqa_logits_ws
+
+            paged_mqa_logits_ws.launch(q, kv_cache, weights, context_lens, block_tables, max_model_len, clean_logits,
+                                       out, cfg.ws, cfg.ws_stages, cfg.pdl and _pdl.supported(device),
+                                       _fp8.sm_count(device))
+            return out
     if cfg.split_rows and (cfg.rows not in (1, 2, 4) or cfg.reduce_dot):
         raise ValueError(f"split_rows needs rows in (1, 2, 4) and reduce_dot=False, got {cfg}")
     if cfg.join_rows and (not cfg.split_rows or cfg.rows != 2 or cfg.head_dot or cfg.persistent):

@@ -17,6 +17,11 @@ natively with CUDA).
 - ``PagedConfig(join_rows=True)`` (run kern-s12-1, the next_n = 2 default since): both rows of a two-row
   program written by one [keys, 2] store per tile; the per-row stores' bits, positions and -inf mask, refused
   where the program does not hold exactly two rows with one dot each.
+- ``PagedConfig(ws=2)`` (run kern-s13-2, the next_n = 2 default on compute capability 9.0 where max_model_len is at
+  most two block tables): the persistent warp-specialised Gluon kernel. The interpreter cannot run Gluon, so here:
+  which launches choose it, which inputs it takes (``ws_fits``), the fallback of default launches that it cannot
+  take (computed by the split launch, checked against the oracle), the refusal of explicit ones. The kernel itself
+  is checked on the GPU (``test_mqa_logits_gpu.py``).
 - merge_attn_states with ``num_heads`` compiled in (``HEADS``, token-major launches): the same
   bits as the runtime divide for head counts that are and are not powers of two; head-major
   launches and ``const_heads=False`` keep the runtime value.
@@ -405,6 +410,57 @@ def test_join_rows_is_the_next_n_2_default_only():
     assert join == {1: False, 2: True, 4: False}  # next_n 4: two rows per program over pairs of blocks, as before
     # H = 128: one row per program, nothing to join
     assert not paged_mqa_logits.default_config(64, 2, 128, 64, 16384, cpu, max_blocks=167).join_rows
+
+
+def test_ws_is_the_short_next_n_2_default_on_sm90_only(monkeypatch):
+    cpu = torch.device("cpu")
+    for next_n in (1, 2, 4):  # the interpreter: never
+        assert paged_mqa_logits.default_config(64, next_n, 64, 64, 16384, cpu, max_blocks=167).ws == 0
+    monkeypatch.setattr(paged_mqa_logits, "_ws_default", lambda device: True)  # as on compute capability 9.0
+    ws = {n: paged_mqa_logits.default_config(64, n, 64, 64, 16384, cpu, max_blocks=167).ws for n in (1, 2, 4)}
+    assert ws == {1: 0, 2: paged_mqa_logits.WS_PROGRAMS_PER_SM, 4: 0}
+    two = paged_mqa_logits.default_config(64, 2, 64, 64, 16384, cpu, max_blocks=167)
+    assert two.ws_stages == paged_mqa_logits.WS_STAGES and two.tma == 0  # (TMA's own default is off here)
+    # at most WS_MAX_SPAN block tables of max_model_len: 2 x 167 x 64 = 21376 keys
+    assert paged_mqa_logits.default_config(64, 2, 64, 64, 21376, cpu, max_blocks=167).ws
+    assert not paged_mqa_logits.default_config(64, 2, 64, 64, 21377, cpu, max_blocks=167).ws
+    assert not paged_mqa_logits.default_config(64, 2, 64, 64, 111000, cpu, max_blocks=167).ws
+    # other head counts and block sizes: the split launch
+    assert not paged_mqa_logits.default_config(64, 2, 32, 64, 16384, cpu, max_blocks=167).ws
+    assert not paged_mqa_logits.default_config(64, 2, 64, 16, 16384, cpu, max_blocks=668).ws
+
+
+def test_ws_fits_only_the_shapes_it_was_written_for():
+    def fits(batch=2, next_n=2, heads=64, dim=128, bs=64, stride=None):
+        inputs = paged_mqa_logits.make_inputs(batch, next_n, heads, dim, bs, 2 * bs, torch.tensor([bs] * batch),
+                                              seed=1, block_stride=stride)
+        return paged_mqa_logits.ws_fits(inputs["q"], inputs["kv_cache"])
+
+    assert fits()
+    assert not fits(next_n=1) and not fits(next_n=3) and not fits(heads=32) and not fits(dim=64)
+    assert not fits(bs=16) and not fits(stride=64 * 132 + 4)  # a stride TMA cannot cut into rows of D
+    assert fits(stride=64 * 132 + 128)  # padded blocks whose stride is still whole rows of D
+    inputs = paged_mqa_logits.make_inputs(2, 2, 64, 128, 64, 128, torch.tensor([64, 64]), seed=1)
+    wide = torch.zeros(2, 2, 64, 256, dtype=torch.float8_e4m3fn)
+    assert not paged_mqa_logits.ws_fits(wide[..., :128], inputs["kv_cache"])  # q not contiguous
+    flat = torch.zeros(2 * 2 * 64 * 128 + 8, dtype=torch.float8_e4m3fn)
+    assert not paged_mqa_logits.ws_fits(flat[8:].view(2, 2, 64, 128), inputs["kv_cache"])  # q not 16-byte aligned
+    assert paged_mqa_logits.ws_fits(flat[:-8].view(2, 2, 64, 128), inputs["kv_cache"])
+
+
+def test_a_default_ws_launch_falls_back_where_it_cannot_run(monkeypatch):
+    # chosen by default_config (H = 64, blocks of 64, short max_model_len), but D = 64: the split launch computes
+    monkeypatch.setattr(paged_mqa_logits, "_ws_default", lambda device: True)
+    inputs = paged_mqa_logits.make_inputs(2, 2, 64, 64, 64, 128, torch.tensor([70, 128]), seed=5, device=DEVICE)
+    assert paged_mqa_logits.default_config(2, 2, 64, 64, 128, torch.device(DEVICE), max_blocks=2).ws
+    mqa_check.check(fp8_paged_mqa_logits(**inputs), mqa_check.paged_expected(inputs))
+
+
+def test_ws_refuses_what_it_cannot_run():
+    # D = 64 (and, under the interpreter, no compute capability 9.0 at all)
+    inputs = paged_mqa_logits.make_inputs(2, 2, 64, 64, 64, 128, torch.tensor([70, 128]), seed=5, device=DEVICE)
+    with pytest.raises(ValueError, match="ws needs"):
+        fp8_paged_mqa_logits(**inputs, config=PagedConfig(rows=2, splits=1, split_rows=True, ws=2))
 
 
 def test_join_rows_refuses_what_it_cannot_hold():

@@ -5,6 +5,8 @@ capture with replay on new values.
 
 from __future__ import annotations
 
+import dataclasses
+
 import mqa_check
 import pytest
 import torch
@@ -214,6 +216,48 @@ def _capture_and_replay(fn, make, outputs_of, bitwise=True):
     if bitwise:
         assert torch.equal(static_out.view(torch.int32), eager.view(torch.int32))
     check_against(static_out, outputs_of(b))
+
+
+# The persistent warp-specialised kernel (PagedConfig.ws, the next_n = 2 default on compute capability 9.0 where
+# max_model_len is at most two block tables; the capture test below takes it too): DeepGEMM's decode shape at
+# max_model_len 16k and small odd ones, 1-D and 2-D lengths, both clean_logits modes, block ids outside the cache
+# inside two sequences and garbage past every sequence. Checked against the float64 oracle and the split launch.
+# (batch, average context, max_model_len, 2-D lengths, clean_logits)
+WS_SHAPES = [(64, 8192, 16384, False, True), (64, 8192, 16384, True, False), (7, 2000, 2500, True, True),
+             (3, 300, 700, False, False), (1, 5000, 9000, False, True)]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
+                    reason="the warp-specialised kernel is Hopper's (compute capability 9.0)")
+@pytest.mark.parametrize("batch,avg,mml,lens_2d,clean", WS_SHAPES)
+def test_ws_kernel_matches_the_oracle_and_the_split_launch(batch, avg, mml, lens_2d, clean):
+    inputs = paged_mqa_logits.make_inputs(batch, 2, 64, 128, 64, mml, seed=31, device="cuda", avg_len=avg,
+                                          lens_2d=lens_2d, max_blocks=-(-int(1.3 * avg) // 64))
+    bt, lens = inputs["block_tables"], inputs["context_lens"]
+    ends = (lens if lens.dim() == 1 else lens.amax(dim=1)).long().tolist()
+    for b, end in enumerate(ends):  # entries past each sequence: garbage, never read
+        bt[b, -(-end // 64):] = (-1) ** b * (2**30 + b)
+    bt[0, 0] = -1  # ids outside the cache inside a sequence: those keys score -inf
+    if batch > 1:
+        bt[1, 2] = inputs["kv_cache"].shape[0] + 7
+    cfg = paged_mqa_logits.default_config(batch, 2, 64, 64, mml, torch.device("cuda"), max_blocks=bt.shape[1])
+    assert cfg.ws == paged_mqa_logits.WS_PROGRAMS_PER_SM
+    exp = paged_expected(inputs)
+    outs = []
+    for ws in (cfg.ws, 0):
+        out = torch.full((batch * 2, mml), float("nan"), device="cuda")
+        fp8_paged_mqa_logits(**inputs, clean_logits=clean, out=out, config=dataclasses.replace(cfg, ws=ws))
+        check_against(out, exp, cleaned=clean)
+        if not clean:  # past a row's end nothing is written; inside it an id outside the cache scores -inf
+            rest = out[~exp.valid.to(out.device)]
+            assert (torch.isnan(rest) | torch.isneginf(rest)).all(), "clean_logits=False wrote a finite invalid score"
+        outs.append(out)
+    assert torch.equal(torch.isnan(outs[0]), torch.isnan(outs[1]))  # the same positions written
+    assert torch.equal(torch.isneginf(outs[0]), torch.isneginf(outs[1]))
+    # the default launch is the warp-specialised one
+    default = fp8_paged_mqa_logits(**inputs, clean_logits=clean)
+    fin = torch.isfinite(outs[0])
+    assert torch.equal(default[fin].view(torch.int32), outs[0][fin].view(torch.int32))
 
 
 @pytest.mark.parametrize("lens_2d", [False, True])
