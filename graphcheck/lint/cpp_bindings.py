@@ -118,16 +118,26 @@ def _close(text: str, open_at: int) -> int:
 
 
 def _top_args(span: str) -> list[tuple[int, str]]:
-    """The top-level arguments of a call's argument text, with their offsets (``<...>`` is not counted as a
-    bracket: ``->`` would unbalance it; template arguments are taken out before, ``_untemplated``)."""
+    """The top-level arguments of a call's argument text, with their offsets. A ``<`` right after a name opens
+    template arguments (``py::keep_alive<0, 1>()``) until its ``>`` (not the ``>`` of ``->``); one left open is
+    dropped when the bracket around it closes (a comparison ``a < b`` inside a lambda body)."""
     out: list[tuple[int, str]] = []
-    depth, last = 0, 0
+    stack: list[str] = []
+    last = 0
     for k, ch in enumerate(span):
         if ch in "([{":
-            depth += 1
+            stack.append(ch)
+        elif ch == "<" and k > 0 and (span[k - 1].isalnum() or span[k - 1] in "_ ") and \
+                re.search(r"[A-Za-z_]\w*\s*$", span[max(0, k - 64):k]):
+            stack.append(ch)
+        elif ch == ">" and stack and stack[-1] == "<" and span[k - 1] != "-":
+            stack.pop()
         elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
+            while stack and stack[-1] == "<":
+                stack.pop()
+            if stack:
+                stack.pop()
+        elif ch == "," and not stack:
             out.append((last, span[last:k]))
             last = k + 1
     out.append((last, span[last:]))
@@ -378,14 +388,10 @@ def surface(paths: Sequence[str], sources: LintedSources | None = None, files: _
                 out.append(Bound(path, line, name.split("(", 1)[0].strip(), _SCHEMA_DEVICE.search(name) is not None,
                                  names, owner))
                 continue
-            if m.group(1).startswith("def_read"):  # a data member: reading or setting it runs nothing
-                capturable = False
+            if m.group(1).startswith(("def_read", "def_property")):
+                capturable = False  # an attribute: reading or setting one is not a step an engine captures
             else:
-                decls = list(_bound(pieces, types, files, torch_file))
-                # a property whose accessors cannot be read is taken for plain data (an engine does not read one
-                # inside its graph); any other binding that cannot be read may be an op
-                unread = not m.group(1).startswith("def_property")
-                capturable = any(_capturable(d) if d is not None else unread for d in decls)
+                capturable = any(d is None or _capturable(d) for d in _bound(pieces, types, files, torch_file))
             out.append(Bound(path, line, name, capturable, names, owner))
     # an object one of whose methods takes device work holds device state: any method of it may launch on the
     # caller's stream (DeepEP's ``Buffer``: ``dispatch`` takes tensors, ``clean_low_latency_buffer`` only ints)

@@ -196,12 +196,13 @@ def test_surface_reads_lambdas_init_types_schemas_and_declarations(tmp_path):
             '  m.def("norm", [](torch::Tensor x, double eps) { return x; });\n'
             '  m.def("version", []() -> std::string { return "1"; });\n'
             '  m.def("grads", [](torch::Tensor g) -> std::vector<torch::Tensor> { return {g}; });\n'
-            '  m.def("run", &run_host, py::arg("n"));\n'
+            '  m.def("run", &run_host, py::arg("n"), py::keep_alive<0, 1>());\n'
             '  m.def("launch", &launch_on);\n'
             '  m.def("pick", py::overload_cast<int64_t, cudaStream_t>(&pick));\n'
             '  m.def("opaque", make_callable());\n'
             '  m.def("missing", &not_declared_here);\n'
-            '  py::class_<Cfg>(m, "Cfg").def(py::init<int, float>()).def_readwrite("n", &Cfg::n);\n'
+            '  py::class_<Cfg>(m, "Cfg").def(py::init<int, float>()).def_readwrite("n", &Cfg::n)\n'
+            '      .def_property_readonly("ptr", [](const Cfg& c) -> int64_t { return c.ptr(); });\n'
             '}\n'
             'TORCH_LIBRARY(ops, m) {\n  m.def("gemm(Tensor a, Tensor b) -> Tensor");\n'
             '  m.def("ids(int n) -> int[]");\n}\n')
@@ -209,7 +210,8 @@ def test_surface_reads_lambdas_init_types_schemas_and_declarations(tmp_path):
              'void launch_on(int64_t stream, int n);\nstruct Cfg { int n; };\n')
     assert surface_of(tmp_path, text, extra) == [
         ("norm", True), ("version", False), ("grads", True), ("run", False), ("launch", True), ("pick", True), ("opaque", True),
-        ("missing", True), ("", False), ("n", False), ("gemm", True), ("ids", False)]
+        ("missing", True), ("", False), ("n", False), ("ptr", False), ("gemm", True),
+        ("ids", False)]
 
 
 def test_surface_knows_a_bare_tensor_of_another_library_and_a_flag_named_stream(tmp_path):
