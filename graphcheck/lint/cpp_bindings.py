@@ -71,6 +71,7 @@ _OTHER_TENSOR = re.compile(r"\busing\s+(?!(?:torch|at|c10)\s*::)(?:\w+\s*::\s*)+
 # a returned host container: whoever gets it back has waited for the device
 _HOST_RETURN = re.compile(r"^(?:const\s+)?(?:std\s*::\s*(?:vector|string|map|unordered_map|list)\b"
                           r"|(?:py|pybind11)\s*::\s*(?:list|array\w*|dict|str|bytes)\b|vector\s*<|string\b)")
+_NAMESPACE_ALIAS = re.compile(rb"\bnamespace\s+([A-Za-z_]\w*)\s*=\s*(?:::\s*)?(?:torch|at|c10)\s*;")
 _SCHEMA_DEVICE = re.compile(r"\bTensor\b|\bStream\b")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _KEYWORDS = frozenset({"return", "else", "new", "delete", "throw", "case", "co_return", "co_yield", "co_await",
@@ -158,14 +159,15 @@ def _untemplated(span: str) -> tuple[str, list[str]]:
     return "".join(chars), types
 
 
-def _device_params(params: str, torch_file: bool) -> bool:
-    return _DEVICE_PARAM.search(params) is not None or (torch_file and _BARE_TENSOR.search(params) is not None)
+def _device_params(params: str, torch_file: bool, aliases: re.Pattern[str] | None = None) -> bool:
+    return (_DEVICE_PARAM.search(params) is not None or (torch_file and _BARE_TENSOR.search(params) is not None)
+            or (aliases is not None and aliases.search(params) is not None))
 
 
-def _capturable(decl: _Decl) -> bool:
+def _capturable(decl: _Decl, aliases: re.Pattern[str] | None = None) -> bool:
     returns = decl.returns.strip()
     host = _HOST_RETURN.match(returns) is not None and "Tensor" not in returns  # not `std::vector<at::Tensor>`
-    return _device_params(decl.params, decl.torch_file) and not host
+    return _device_params(decl.params, decl.torch_file, aliases) and not host
 
 
 class _Files:
@@ -177,7 +179,17 @@ class _Files:
         self._read: dict[int, tuple[str, str, bool] | None] = {}
         self._decls: dict[str, list[_Decl]] = {}
         self._classes: dict[int, list[tuple[int, int, str]]] = {}
+        self._aliases: re.Pattern[str] | None | bool = False  # not looked for yet
         self._raw: list[bytes] | None = None
+
+    def aliases(self) -> re.Pattern[str] | None:
+        """``X::Tensor`` for each namespace alias of PyTorch's the files declare (``namespace th = torch;``)."""
+        if self._aliases is False:
+            names = sorted({m.group(1).decode() for data in self.raw() if b"namespace" in data
+                            for m in _NAMESPACE_ALIAS.finditer(data)})
+            self._aliases = (re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*::\s*\w*Tensor")
+                             if names else None)
+        return self._aliases  # type: ignore[return-value]
 
     def raw(self) -> list[bytes]:
         if self._raw is None:
@@ -391,7 +403,8 @@ def surface(paths: Sequence[str], sources: LintedSources | None = None, files: _
             if m.group(1).startswith(("def_read", "def_property")):
                 capturable = False  # an attribute: reading or setting one is not a step an engine captures
             else:
-                capturable = any(d is None or _capturable(d) for d in _bound(pieces, types, files, torch_file))
+                capturable = any(d is None or _capturable(d, files.aliases())
+                                 for d in _bound(pieces, types, files, torch_file))
             out.append(Bound(path, line, name, capturable, names, owner))
     # an object one of whose methods takes device work holds device state: any method of it may launch on the
     # caller's stream (DeepEP's ``Buffer``: ``dispatch`` takes tensors, ``clean_low_latency_buffer`` only ints)

@@ -214,7 +214,7 @@ def test_surface_reads_lambdas_init_types_schemas_and_declarations(tmp_path):
         ("ids", False)]
 
 
-def test_surface_knows_a_bare_tensor_of_another_library_and_a_flag_named_stream(tmp_path):
+def test_surface_knows_a_bare_tensor_of_another_library_a_namespace_alias_and_a_flag_named_stream(tmp_path):
     own = ('#include <pybind11/pybind11.h>\n#include <torch/extension.h>\n'
            'using bmengine::core::Tensor;\n'
            'void load(const std::map<std::string, const Tensor>& state, int stream) {}\n'
@@ -223,6 +223,10 @@ def test_surface_knows_a_bare_tensor_of_another_library_and_a_flag_named_stream(
     torch_bare = ('#include <torch/extension.h>\nusing torch::Tensor;\n'
                   'void load(const Tensor& w) {}\nPYBIND11_MODULE(C, m) { m.def("load", &load); }\n')
     assert surface_of(tmp_path, torch_bare) == [("load", True)]
+    alias = ('#include <torch/script.h>\nnamespace th = torch;\n'
+             'std::vector<th::Tensor> forward(th::Tensor ids, int64_t n) { return {ids}; }\n'
+             'TORCH_LIBRARY(ft, m) { m.class_<Op>("Op").def("forward", &forward); }\n')
+    assert surface_of(tmp_path, alias) == [("forward", True)]
 
 
 def test_capture_reach_follows_bodies_by_name_from_capturable_bindings_only(tmp_path):
