@@ -19,7 +19,11 @@ parameter list and ``-> type``, the template arguments of ``py::init<...>``/``to
 ``py::overload_cast<...>``, a ``TORCH_LIBRARY`` schema string, and the declarations in the given files of each
 function it names (``&PyLLaMA::forward``, ``&forwardWrapper<OptOp>``). What cannot be read counts as capturable:
 a name with no declaration in the files, an argument that is an expression. A bare ``Tensor`` is PyTorch's in a
-file that uses PyTorch and does not say it is another (``using bmengine::core::Tensor;``, its own ``class Tensor``).
+file that uses PyTorch and does not say it is another (``using bmengine::core::Tensor;``, its own ``class Tensor``);
+``th::Tensor`` is where the files declare ``namespace th = torch;``. Attributes (``def_readwrite``,
+``def_property*``) are never capturable: an engine does not read one as a step of its graph. Every method of a class
+bound with one capturable method is capturable too: the object holds device state, and a method that takes only
+ints may still launch on the caller's stream (DeepEP's ``Buffer.clean_low_latency_buffer``).
 
 ``capture_reach`` follows the code the capturable bindings name: every identifier in their arguments, then in the
 bodies (functions and macros) of every function so named, by name across the files, so overloads, virtual methods
