@@ -471,7 +471,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         raw = demote_cold_ops(raw, linted, project, sources)  # ops only load-time or uncaptured Python calls: warnings
         raw = demote_opt_in(raw, linted, sources, sorted(tests))  # syncs under a bool flag no caller turns on
         raw, _ = demote_unreachable(raw, linted, project, sources,  # no capture reaches the tree's C++: warnings
-                                    lambda: tree_begin(), python_capture=first is not None, cache_dir=directory)
+                                    tree_begin, python_capture=first is not None, cache_dir=directory)
         raw = demote_unbuilt(raw, linted, paths, directory, sources,  # files no build of the tree compiles
                              cache_mod.cache_dir(config.root))
 
