@@ -20,7 +20,9 @@ parameter list and ``-> type``, the template arguments of ``py::init<...>``/``to
 function it names (``&PyLLaMA::forward``, ``&forwardWrapper<OptOp>``). What cannot be read counts as capturable:
 a name with no declaration in the files, an argument that is an expression. A bare ``Tensor`` is PyTorch's in a
 file that uses PyTorch and does not say it is another (``using bmengine::core::Tensor;``, its own ``class Tensor``);
-``th::Tensor`` is where the files declare ``namespace th = torch;``. Attributes (``def_readwrite``,
+``th::Tensor`` is where the files declare ``namespace th = torch;``, and a ``py::object``/``py::handle``
+parameter may be a tensor where its declaring file turns Python objects into tensors (``THPVariable_Unpack``,
+``.cast<at::Tensor>()``). Attributes (``def_readwrite``,
 ``def_property*``) are never capturable: an engine does not read one as a step of its graph. Every method of a class
 bound with one capturable method is capturable too: the object holds device state, and a method that takes only
 ints may still launch on the caller's stream (DeepEP's ``Buffer.clean_low_latency_buffer``).
@@ -76,6 +78,8 @@ _OTHER_TENSOR = re.compile(r"\busing\s+(?!(?:torch|at|c10)\s*::)(?:\w+\s*::\s*)+
 _HOST_RETURN = re.compile(r"^(?:const\s+)?(?:std\s*::\s*(?:vector|string|map|unordered_map|list)\b"
                           r"|(?:py|pybind11)\s*::\s*(?:list|array\w*|dict|str|bytes)\b|vector\s*<|string\b)")
 _NAMESPACE_ALIAS = re.compile(rb"\bnamespace\s+([A-Za-z_]\w*)\s*=\s*(?:::\s*)?(?:torch|at|c10)\s*;")
+_PY_OBJECT = re.compile(r"\b(?:py|pybind11|nb|nanobind)\s*::\s*(?:object|handle)\b")
+_TO_TENSOR = re.compile(r"\bTHPVariable_\w+|\bcast\s*<\s*(?:const\s+)?(?:torch|at)\s*::\s*Tensor\b")
 _SCHEMA_DEVICE = re.compile(r"\bTensor\b|\bStream\b")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _KEYWORDS = frozenset({"return", "else", "new", "delete", "throw", "case", "co_return", "co_yield", "co_await",
@@ -104,6 +108,7 @@ class _Decl:
     returns: str  # the declared return type ("" for a lambda without ``->``, a constructor or a data member)
     torch_file: bool  # a bare ``Tensor`` in the declaring file is PyTorch's
     owner: str = ""  # the class it is declared in or qualified by (``X`` of ``X::f``), "" for none seen
+    objects: bool = False  # the declaring file turns Python objects into tensors: a ``py::object`` may be one
 
 
 def _close(text: str, open_at: int) -> int:
@@ -163,15 +168,17 @@ def _untemplated(span: str) -> tuple[str, list[str]]:
     return "".join(chars), types
 
 
-def _device_params(params: str, torch_file: bool, aliases: re.Pattern[str] | None = None) -> bool:
+def _device_params(params: str, torch_file: bool, aliases: re.Pattern[str] | None = None,
+                   objects: bool = False) -> bool:
     return (_DEVICE_PARAM.search(params) is not None or (torch_file and _BARE_TENSOR.search(params) is not None)
-            or (aliases is not None and aliases.search(params) is not None))
+            or (aliases is not None and aliases.search(params) is not None)
+            or (objects and _PY_OBJECT.search(params) is not None))
 
 
 def _capturable(decl: _Decl, aliases: re.Pattern[str] | None = None) -> bool:
     returns = decl.returns.strip()
     host = _HOST_RETURN.match(returns) is not None and "Tensor" not in returns  # not `std::vector<at::Tensor>`
-    return _device_params(decl.params, decl.torch_file, aliases) and not host
+    return _device_params(decl.params, decl.torch_file, aliases, decl.objects) and not host
 
 
 class _Files:
@@ -248,10 +255,12 @@ class _Files:
             read = self.read(i)
             if read is None:
                 continue
-            _source, text, torch_file = read
+            source, text, torch_file = read
+            objects = _TO_TENSOR.search(source) is not None
             for m in rx.finditer(text):
                 decl = _declared_at(text, m.start(), m.end(), torch_file)
                 if decl is not None:
+                    decl = dataclasses.replace(decl, objects=objects)
                     if not decl.owner:
                         inside = [c for c in self._class_spans(i) if c[0] < m.start() < c[1]]
                         if inside:
@@ -335,11 +344,12 @@ def _lambda_decl(piece: str, torch_file: bool) -> _Decl | None:
     return _Decl(piece[start + 1:end], returns, torch_file)
 
 
-def _bound(pieces: list[tuple[int, str]], types: list[str], files: _Files, torch_file: bool) -> Iterator[_Decl | None]:
+def _bound(pieces: list[tuple[int, str]], types: list[str], files: _Files, torch_file: bool,
+           objects: bool = False) -> Iterator[_Decl | None]:
     """What the callable arguments of a binding call declare (None for an argument that may make a callable but
     cannot be read, which counts as capturable)."""
     for params in types:
-        yield _Decl(params, "", torch_file)
+        yield _Decl(params, "", torch_file, objects=objects)
     for _off, piece in pieces:
         body = piece.strip()
         while body.startswith("(") and body.endswith(")") and _close(body, 0) == len(body) - 1:
@@ -348,11 +358,11 @@ def _bound(pieces: list[tuple[int, str]], types: list[str], files: _Files, torch
             continue
         lam = _lambda_decl(body, torch_file)
         if lam is not None:
-            yield lam
+            yield dataclasses.replace(lam, objects=objects)
             continue
         call = _WRAPPER.match(body)
         if call is not None and body.endswith(")"):  # `py::init(&X::create)`: what its arguments bind
-            yield from _bound(_top_args(body[call.end():-1]), [], files, torch_file)
+            yield from _bound(_top_args(body[call.end():-1]), [], files, torch_file, objects)
             continue
         if call is not None:
             continue  # `py::init<...>()`: its types were given above
@@ -407,8 +417,9 @@ def surface(paths: Sequence[str], sources: LintedSources | None = None, files: _
             if m.group(1).startswith(("def_read", "def_property")):
                 capturable = False  # an attribute: reading or setting one is not a step an engine captures
             else:
+                objects = _TO_TENSOR.search(source) is not None
                 capturable = any(d is None or _capturable(d, files.aliases())
-                                 for d in _bound(pieces, types, files, torch_file))
+                                 for d in _bound(pieces, types, files, torch_file, objects))
             out.append(Bound(path, line, name, capturable, names, owner))
     # an object one of whose methods takes device work holds device state: any method of it may launch on the
     # caller's stream (DeepEP's ``Buffer``: ``dispatch`` takes tensors, ``clean_low_latency_buffer`` only ints)

@@ -227,6 +227,11 @@ def test_surface_knows_a_bare_tensor_of_another_library_a_namespace_alias_and_a_
              'std::vector<th::Tensor> forward(th::Tensor ids, int64_t n) { return {ids}; }\n'
              'TORCH_LIBRARY(ft, m) { m.class_<Op>("Op").def("forward", &forward); }\n')
     assert surface_of(tmp_path, alias) == [("forward", True)]
+    objects = ('#include <torch/extension.h>\nnamespace py = pybind11;\n'
+               'void quantize(py::handle tensor, int bits) { auto t = tensor.cast<at::Tensor>(); }\n'
+               'PYBIND11_MODULE(C, m) { m.def("quantize", &quantize); }\n')
+    assert surface_of(tmp_path, objects) == [("quantize", True)]
+    assert surface_of(tmp_path, objects.replace("auto t = tensor.cast<at::Tensor>();", "")) == [("quantize", False)]
 
 
 def test_capture_reach_follows_bodies_by_name_from_capturable_bindings_only(tmp_path):
