@@ -29,14 +29,17 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphcheck.config import PLAN_STEP, UNCAPTURED_GROUPS
 from graphcheck.findings import Finding, Severity
+from graphcheck.lint.cache import read_verdicts, write_verdicts
 from graphcheck.lint.cold_reach import cold_use
-from graphcheck.lint.cpp_callers import _LIVE, _OP, _PY, CallerIndex, LintedSources, timing_function
+from graphcheck.lint.cpp_callers import _LIVE, _OP, _PY, CallerIndex, LintedSources, _digest_of, timing_function
 from graphcheck.lint.cpp_pyrefs import foreign
 from graphcheck.lint.cpp_rules import is_setup_function
 from graphcheck.lint.project import ScopeNames, _uncaptured_why
@@ -56,6 +59,7 @@ _PREFILL_MARK = "\1"  # leads the reason of a cold use that runs only through pr
 _TIMING_MARK = "\2"  # leads the reason of a C++ caller whose name says it times kernels (a benchmark)
 _TIMING_WHY = "its name says it times or benchmarks kernels, which engines do not capture"
 _PLAN_MARK = "\3"  # leads the reason of a cold use in a plan step (a function eager-functions names)
+_CACHE_FILE = "cpp-cold-ops-v1.json"  # this pass's answers, beside the lint cache
 
 
 class _ReachIndex(CallerIndex):
@@ -191,11 +195,16 @@ def _shown(entry: str) -> str:
 
 
 def demote_cold_ops(raw: dict[str, list[Finding]], files: Sequence[tuple[str, str]],
-                    project: ProjectIndex | None, sources: LintedSources | None = None) -> dict[str, list[Finding]]:
+                    project: ProjectIndex | None, sources: LintedSources | None = None,
+                    cache_dir: Path | None = None, settings: str = "",
+                    tests: Sequence[str] = ()) -> dict[str, list[Finding]]:
     """``raw`` (findings by file path) with each C++ error in a function whose every in-tree Python caller
     (through the ops bound to it) is load-time or not capture-reachable made a warning that names them.
     ``files`` are ``(path, language)`` of every linted file; ``project`` the run's ``ProjectIndex``; ``sources``,
-    if given, the files' bytes as ``cpp_callers.demote_uncalled`` read them (not read again)."""
+    if given, the files' bytes as ``cpp_callers.demote_uncalled`` read them (not read again). The answers are cached
+    in ``cache_dir`` under the stat of every linted file and of the left-out ``tests`` (whose references the project
+    index reads), the linter's own source and ``settings`` (the run's configuration and extra roots, which decide
+    what the project index finds capture-reachable), so an unchanged tree asks no caller again."""
     if project is None:
         return raw
     cpp_paths = {path for path, language in files if language == "cpp"}
@@ -203,16 +212,22 @@ def demote_cold_ops(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
                     if f.severity is Severity.ERROR and f.function and not f.code.startswith("GC0")})
     if not names:
         return raw
-    index = _ReachIndex(files, project, sources)
-    verdicts: dict[str, list[str]] = {}
-    for name in names:
-        dead = index.uncalled(name)
-        if dead is None:
-            continue
-        cold = index.cold_callers(name)
-        via_op = any(ref.startswith(_OP) or ref.startswith(_PY) for ref in _closure(index, name))
-        if cold and via_op and _timed_ok(cold):  # reached only from Python, and every Python use is off capture
-            verdicts[name] = cold
+    key = _digest_of(files, ["<cold-ops>", _lint_source_digest(), settings, *names], tests, sources)
+    cached = read_verdicts(cache_dir, _CACHE_FILE, key,
+                           lambda v: v is None or (isinstance(v, list) and all(isinstance(c, str) for c in v)))
+    if cached is None:
+        index = _ReachIndex(files, project, sources)
+        cached = {}
+        for name in names:
+            cached[name] = None
+            if index.uncalled(name) is None:
+                continue
+            cold = index.cold_callers(name)
+            via_op = any(ref.startswith(_OP) or ref.startswith(_PY) for ref in _closure(index, name))
+            if cold and via_op and _timed_ok(cold):  # reached only from Python, and every Python use is off capture
+                cached[name] = cold
+        write_verdicts(cache_dir, _CACHE_FILE, key, cached)
+    verdicts: dict[str, list[str]] = {name: cold for name, cold in cached.items() if cold}
     if not verdicts:
         return raw
     out: dict[str, list[Finding]] = {}
@@ -223,6 +238,19 @@ def demote_cold_ops(raw: dict[str, list[Finding]], files: Sequence[tuple[str, st
         out[path] = [_demoted(f, verdicts[f.function]) if f.severity is Severity.ERROR and f.function in verdicts
                      and not f.code.startswith("GC0") else f for f in found]
     return out
+
+
+@functools.cache
+def _lint_source_digest() -> str:
+    """A digest of the static layer's own source: a cached verdict of this pass depends on most of it (the project
+    index, the value model, the caller search)."""
+    h = hashlib.blake2b(digest_size=16)
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        try:
+            h.update(path.name.encode() + b"\0" + path.read_bytes())
+        except OSError:
+            h.update(path.name.encode())
+    return h.hexdigest()
 
 
 def _timed_ok(cold: list[str]) -> bool:

@@ -468,7 +468,8 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         # launches on the per-thread default stream that the tree's C++ captures on (before the op pass, which
         # asks the callers of every error left and keeps no cache; after the callers pass, whose bytes it reuses)
         raw = demote_per_thread(raw, linted, lambda: tree_begin()[0], sources, folders)
-        raw = demote_cold_ops(raw, linted, project, sources)  # ops only load-time or uncaptured Python calls: warnings
+        raw = demote_cold_ops(raw, linted, project, sources,  # ops only load-time or uncaptured Python calls:
+                              directory, repr((config, tuple(extra_roots))), sorted(tests))  # warnings
         raw = demote_opt_in(raw, linted, sources, sorted(tests))  # syncs under a bool flag no caller turns on
         raw, _ = demote_unreachable(raw, linted, project, sources,  # no capture reaches the tree's C++: warnings
                                     tree_begin, python_capture=first is not None, cache_dir=directory)

@@ -151,3 +151,31 @@ def test_a_dispatch_table_used_in_a_captured_function_keeps_the_op_live(tmp_path
     write(tmp_path, "pkg/loader.py", hot)
     found = cpp_findings(tmp_path)
     assert found and all(f.severity.value == "error" for f in found)
+
+
+def test_the_answers_are_cached_and_a_changed_python_caller_is_asked_again(tmp_path, monkeypatch):
+    from graphcheck.lint import cpp_ops
+
+    write(tmp_path, "csrc/unpack.cu", OP)
+    write(tmp_path, "csrc/binding.cpp", BINDING)
+    write(tmp_path, "pkg/loader.py", LOADER)
+    monkeypatch.setenv("GRAPHCHECK_CACHE_DIR", str(tmp_path / "cache"))
+
+    def severities():
+        found = lint_paths([tmp_path / "csrc", tmp_path / "pkg"], Config(root=tmp_path), jobs=1).findings
+        return sorted({f.severity.value for f in found if f.path.endswith(".cu") and not f.code.startswith("GC0")})
+
+    assert severities() == ["warning"]
+    assert (tmp_path / "cache" / "cpp-cold-ops-v1.json").exists()
+    built = []
+    real = cpp_ops._ReachIndex
+    monkeypatch.setattr(cpp_ops, "_ReachIndex", lambda *a, **k: built.append(1) or real(*a, **k))
+    assert severities() == ["warning"]
+    assert built == []  # the cached answer
+    write(tmp_path, "pkg/layer.py", HOT)  # a capture-reachable caller now: asked again, and the errors stay
+    assert severities() == ["error"]
+    assert built == [1]
+    # another configuration may reach other Python: the callers are asked again, not taken from the cache
+    cfg = Config(root=tmp_path, uncaptured_functions=("capture",))
+    lint_paths([tmp_path / "csrc", tmp_path / "pkg"], cfg, jobs=1)
+    assert built == [1, 1]
