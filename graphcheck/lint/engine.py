@@ -466,7 +466,7 @@ def _lint_paths(paths: Sequence[str | os.PathLike[str]], config: Config | None, 
         raw = demote_uncalled(raw, linted, directory, sources, site, sorted(tests),  # tests: for the ops they name
                               config.eager_functions)  # C++ plan steps and code only they call: warnings
         # launches on the per-thread default stream that the tree's C++ captures on (before the op pass, which
-        # asks the callers of every error left and keeps no cache; after the callers pass, whose bytes it reuses)
+        # asks the callers of every error left; after the callers pass, whose bytes it reuses)
         raw = demote_per_thread(raw, linted, lambda: tree_begin()[0], sources, folders)
         raw = demote_cold_ops(raw, linted, project, sources,  # ops only load-time or uncaptured Python calls:
                               directory, repr((config, tuple(extra_roots))), sorted(tests))  # warnings
