@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -189,6 +190,17 @@ class LintCache:
             self.dirty = False
         except OSError:
             pass  # a read-only tree just runs uncached
+
+
+def hash_modules(h: Any, names: Iterable[str]) -> None:
+    """Feed the hash ``h`` the source of each static-layer module ``names`` (its name where it cannot be read): a
+    pass's cached answers depend on the code that made them."""
+    folder = Path(__file__).resolve().parent
+    for mod in names:
+        try:
+            h.update((folder / mod).read_bytes())
+        except OSError:
+            h.update(mod.encode())
 
 
 def read_verdicts(cache_dir: Path | None, name: str, key: str, fits: Any) -> dict[str, Any] | None:

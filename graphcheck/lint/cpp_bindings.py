@@ -428,12 +428,13 @@ def surface(paths: Sequence[str], sources: LintedSources | None = None, files: _
 
 
 def capture_reach(paths: Sequence[str], sources: LintedSources | None = None,
-                  bounds: Sequence[Bound] | None = None) -> set[str]:
+                  bounds: Sequence[Bound] | None = None, files: _Files | None = None) -> set[str]:
     """The names of the functions and macros the capturable bindings of the C++ ``paths`` may run: what their
-    arguments name, and, by name, whatever the bodies of those functions name, to the end."""
+    arguments name, and, by name, whatever the bodies of those functions name, to the end. ``files``: the reader
+    ``surface`` used, whose decoded and blanked files are reused."""
     from graphcheck.lint import cpp_rules
 
-    files = _Files(paths, sources)
+    files = files if files is not None else _Files(paths, sources)
     if bounds is None:
         bounds = surface(paths, sources, files)
     todo = [n for b in bounds if b.capturable for n in b.names]

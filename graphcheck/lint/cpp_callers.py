@@ -77,7 +77,7 @@ from typing import TYPE_CHECKING
 
 from graphcheck.config import DEFAULT_THIRD_PARTY
 from graphcheck.findings import Finding, Severity
-from graphcheck.lint.cache import read_verdicts, write_verdicts
+from graphcheck.lint.cache import hash_modules, read_verdicts, write_verdicts
 from graphcheck.lint.cpp_pyrefs import _LIVE, _PY, PythonRefs, _module_at
 from graphcheck.lint.cpp_text import _enclosing, harness_block, harness_registration, open_paren_after
 from graphcheck.lint.files import below as files_below
@@ -1335,11 +1335,7 @@ def _stamp(files: Sequence[tuple[str, str]], tests: Sequence[str] = (),
     """The modules' source and the stat of every linted file, of the build scripts the extension-name search reads
     and of the left-out tests read for op names (``tests``): what the caller verdicts depend on."""
     h = hashlib.blake2b(digest_size=16)
-    for mod in ("cpp_callers.py", "cpp_pyrefs.py", "cpp_modops.py", "cpp_rules.py", "cpp_text.py"):
-        try:
-            h.update((Path(__file__).resolve().parent / mod).read_bytes())
-        except OSError:
-            h.update(mod.encode())
+    hash_modules(h, ("cpp_callers.py", "cpp_pyrefs.py", "cpp_modops.py", "cpp_rules.py", "cpp_text.py"))
     for path, language in [*files, *((c, "cmake") for c in cmake_files(files)), *((t, "test") for t in tests)]:
         st = stat(path)
         if st is not None:

@@ -226,17 +226,13 @@ def _begins_key(paths: Sequence[str], sources: LintedSources | None, extra: Sequ
     """The begin search's cache key: the modules' source (and the ``extra`` modules') and the stat of every C++ file
     it searches (taken once per run through ``sources``)."""
     import hashlib
-    from pathlib import Path
 
+    from graphcheck.lint.cache import hash_modules
     from graphcheck.lint.cpp_callers import _stat
 
     stat = sources.stat if sources is not None else _stat
     h = hashlib.blake2b(digest_size=16)
-    for mod in ("cpp_capture.py", "cpp_rules.py", "cpp_callers.py", "cpp_text.py", *extra):
-        try:
-            h.update((Path(__file__).resolve().parent / mod).read_bytes())
-        except OSError:
-            h.update(mod.encode())
+    hash_modules(h, ("cpp_capture.py", "cpp_rules.py", "cpp_callers.py", "cpp_text.py", *extra))
     lines = []
     for path in paths:
         st = stat(path)
@@ -342,16 +338,13 @@ def _reason(facts: TreeFacts, runner: str = "") -> str:
     return base + f", and no capture-reachable Python function calls its Python module{plural} {shown}"
 
 
-def _dead_runner_only(facts: TreeFacts, begin: Callable[[], tuple[Begin | None, list[tuple[Begin, list[str]]]]]) -> str:
+def _dead_runner_only(facts: TreeFacts, live: Begin | None, dead: Sequence[tuple[Begin, list[str]]]) -> str:
     """The note for a tree whose only use of the graph API is in capture code nothing in it calls (a begin
     ``own_begin`` finds dead, and the header of its file): "" when some other file uses the API or a begin is
-    live."""
+    live (``live``, ``dead``: ``own_begin``'s answer)."""
     import os
 
-    if not facts.graph_files:
-        return ""
-    live, dead = begin()
-    if live is not None or not dead:
+    if not facts.graph_files or live is not None or not dead:
         return ""
     stems = {os.path.splitext(b.path)[0] for b, _callers in dead}
     if any(os.path.splitext(p)[0] not in stems for p in facts.graph_files):
@@ -387,7 +380,7 @@ def _binding_reach(paths: Sequence[str], sources: LintedSources | None,
     """The tree's bindings (``cpp_bindings.surface``) and what the capturable ones reach (``capture_reach``),
     cached in ``cache_dir`` under the stat of the C++ files, so an unchanged tree reads them once."""
     from graphcheck.lint.cache import read_verdicts, write_verdicts
-    from graphcheck.lint.cpp_bindings import Bound, capture_reach, surface
+    from graphcheck.lint.cpp_bindings import Bound, _Files, capture_reach, surface
 
     key = _begins_key(paths, sources, ("cpp_bindings.py",))
     cached = read_verdicts(cache_dir, _REACH_FILE, key, lambda v: isinstance(v, list))
@@ -397,8 +390,9 @@ def _binding_reach(paths: Sequence[str], sources: LintedSources | None,
             return bounds, {str(r) for r in cached["reach"]}
         except (KeyError, TypeError, ValueError):
             pass
-    bounds = surface(paths, sources)
-    reach = capture_reach(paths, sources, bounds) if bounds else set()
+    files = _Files(paths, sources)  # read and blanked once for both
+    bounds = surface(paths, sources, files)
+    reach = capture_reach(paths, sources, bounds, files) if bounds else set()
     write_verdicts(cache_dir, _REACH_FILE, key, {"bounds": [[b.path, b.line, b.name, b.capturable, b.owner]
                                                             for b in bounds], "reach": sorted(reach)})
     return bounds, reach
@@ -431,7 +425,7 @@ def demote_unreachable(raw: dict[str, list[Finding]], files: Sequence[tuple[str,
         if facts.graph is not None and (live is not None or not dead):
             return raw, facts  # a capture the tree runs, or graph code with no begin: the tree captures
         facts = tree_facts(cpp_paths, sources, every_graph=True)  # every file of graph code, and what else it shows
-        runner = _dead_runner_only(facts, begin) if facts.graph is not None else ""
+        runner = _dead_runner_only(facts, live, dead) if facts.graph is not None else ""
     if facts.graph is not None and not runner:
         return raw, facts
     if project is not None and project.extension_entry(set(facts.modules)) is not None:

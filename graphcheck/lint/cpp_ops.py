@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from graphcheck.config import PLAN_STEP, UNCAPTURED_GROUPS
 from graphcheck.findings import Finding, Severity
-from graphcheck.lint.cache import read_verdicts, write_verdicts
+from graphcheck.lint.cache import hash_modules, read_verdicts, write_verdicts
 from graphcheck.lint.cold_reach import cold_use
 from graphcheck.lint.cpp_callers import _LIVE, _OP, _PY, CallerIndex, LintedSources, _digest_of, timing_function
 from graphcheck.lint.cpp_pyrefs import foreign
@@ -245,11 +245,7 @@ def _lint_source_digest() -> str:
     """A digest of the static layer's own source: a cached verdict of this pass depends on most of it (the project
     index, the value model, the caller search)."""
     h = hashlib.blake2b(digest_size=16)
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        try:
-            h.update(path.name.encode() + b"\0" + path.read_bytes())
-        except OSError:
-            h.update(path.name.encode())
+    hash_modules(h, sorted(path.name for path in Path(__file__).resolve().parent.glob("*.py")))
     return h.hexdigest()
 
 
