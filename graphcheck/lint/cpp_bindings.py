@@ -43,6 +43,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from graphcheck.lint.cpp_text import top_level_args
+
 if TYPE_CHECKING:
     from graphcheck.lint.cpp_callers import LintedSources
 
@@ -125,33 +127,6 @@ def _close(text: str, open_at: int) -> int:
             if depth == 0:
                 return k
     return len(text)
-
-
-def _top_args(span: str) -> list[tuple[int, str]]:
-    """The top-level arguments of a call's argument text, with their offsets. A ``<`` right after a name opens
-    template arguments (``py::keep_alive<0, 1>()``) until its ``>`` (not the ``>`` of ``->``); one left open is
-    dropped when the bracket around it closes (a comparison ``a < b`` inside a lambda body)."""
-    out: list[tuple[int, str]] = []
-    stack: list[str] = []
-    last = 0
-    for k, ch in enumerate(span):
-        if ch in "([{":
-            stack.append(ch)
-        elif ch == "<" and k > 0 and (span[k - 1].isalnum() or span[k - 1] in "_ ") and \
-                re.search(r"[A-Za-z_]\w*\s*$", span[max(0, k - 64):k]):
-            stack.append(ch)
-        elif ch == ">" and stack and stack[-1] == "<" and span[k - 1] != "-":
-            stack.pop()
-        elif ch in ")]}":
-            while stack and stack[-1] == "<":
-                stack.pop()
-            if stack:
-                stack.pop()
-        elif ch == "," and not stack:
-            out.append((last, span[last:k]))
-            last = k + 1
-    out.append((last, span[last:]))
-    return out
 
 
 def _untemplated(span: str) -> tuple[str, list[str]]:
@@ -362,7 +337,7 @@ def _bound(pieces: list[tuple[int, str]], types: list[str], files: _Files, torch
             continue
         call = _WRAPPER.match(body)
         if call is not None and body.endswith(")"):  # `py::init(&X::create)`: what its arguments bind
-            yield from _bound(_top_args(body[call.end():-1]), [], files, torch_file, objects)
+            yield from _bound(top_level_args(body[call.end():-1]), [], files, torch_file, objects)
             continue
         if call is not None:
             continue  # `py::init<...>()`: its types were given above
@@ -397,7 +372,7 @@ def surface(paths: Sequence[str], sources: LintedSources | None = None, files: _
             open_at = m.end() - 1
             close = _close(text, open_at)
             span, types = _untemplated(text[open_at + 1:close])
-            pieces = _top_args(span)
+            pieces = top_level_args(span)
             name = ""
             first_off, first = pieces[0]
             first_source = source[open_at + 1 + first_off:open_at + 1 + first_off + len(first)]

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from graphcheck.lint.cpp_text import _enclosing, _head_before, _skip_ws_back, _word_back
+from graphcheck.lint.cpp_text import _enclosing, _head_before, _skip_ws_back, _word_back, split_top
 
 
 class Region(Protocol):
@@ -72,15 +72,7 @@ def _call_args(text: str, open_paren: int, pairs: dict[int, int]) -> str | None:
 
 
 def _first_arg(args: str) -> str:
-    depth = 0
-    for i, c in enumerate(args):
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            return " ".join(args[:i].split())
-    return " ".join(args.split())
+    return " ".join(split_top(args)[0].split())
 
 
 _GRAPH_WORD = re.compile(r"\bCUDAGraph\b")

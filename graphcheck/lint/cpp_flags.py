@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint.cpp_callers import _MAX_FILE, CallerIndex, LintedSources, _CppFile, timing_function
-from graphcheck.lint.cpp_text import and_operands, harness_block, open_paren_after
+from graphcheck.lint.cpp_text import and_operands, harness_block, open_paren_after, split_top
 
 _FOLLOW = 8  # levels of C++ callers that pass the flag on, followed before it counts as possibly on
 _OFF = frozenset({"false", "0"})
@@ -69,10 +69,8 @@ class _On:
 
 def _params(text: str) -> list[tuple[str, str, str | None]]:
     """(declaration, name, default) of each parameter of a parameter list's text (blanked)."""
-    from graphcheck.lint.cpp_rules import _split_top
-
     out: list[tuple[str, str, str | None]] = []
-    parts = _split_top(text)
+    parts = split_top(text)
     if len(parts) == 1 and parts[0].strip() in ("", "void"):
         return out
     for part in parts:
@@ -421,9 +419,7 @@ class _FlagIndex:
 
 
 def _split_schema(text: str) -> list[str]:
-    from graphcheck.lint.cpp_rules import _split_top
-
-    return [p for p in _split_top(text) if p.strip()]
+    return [p for p in split_top(text) if p.strip()]
 
 
 def _python_calls_off(tree: ast.Module, op: str, k: int,

@@ -48,7 +48,15 @@ from graphcheck import rules
 from graphcheck.findings import Finding, Severity
 from graphcheck.lint import cpp_driver, cpp_once
 from graphcheck.lint.coldpaths import measuring_name, name_words, timing_name
-from graphcheck.lint.cpp_text import _enclosing, _head_before, _skip_ws_back, _word_back, harness_program, if_parens
+from graphcheck.lint.cpp_text import (
+    _enclosing,
+    _head_before,
+    _skip_ws_back,
+    _word_back,
+    harness_program,
+    if_parens,
+    split_top,
+)
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RAW_PREFIX = re.compile(r'(?:u8|u|U|L)?R"([^()\\\s]{0,16})\(')
@@ -1556,7 +1564,7 @@ _STREAM_VALUE_PARAM = re.compile(r"\b(?:cudaStream_t|CUstream|hipStream_t|CUDASt
 
 def _stream_param_index(params: str) -> int | None:
     """The index of the ``cudaStream_t`` parameter (not a pointer to one) in a parameter list, or None."""
-    for i, p in enumerate(_split_top(params)):
+    for i, p in enumerate(split_top(params)):
         if _STREAM_VALUE_PARAM.search(p.split("=")[0]):
             return i
     return None
@@ -1565,24 +1573,10 @@ def _stream_param_index(params: str) -> int | None:
 def _arity(params: str) -> tuple[int, int]:
     """(fewest, most) arguments a parameter list takes: defaulted parameters may be left out; ``...`` or a
     parameter pack takes any number."""
-    parts = [p for p in _split_top(params) if p.strip() and p.strip() != "void"]
+    parts = [p for p in split_top(params) if p.strip() and p.strip() != "void"]
     if any("..." in p for p in parts):
         return sum(1 for p in parts if "=" not in p and "..." not in p), 10**6
     return sum(1 for p in parts if "=" not in p), len(parts)
-
-
-def _split_top(params: str) -> list[str]:
-    out, depth, last = [], 0, 0
-    for k, ch in enumerate(params):
-        if ch in "(<[{":
-            depth += 1
-        elif ch in ")>]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(params[last:k])
-            last = k + 1
-    out.append(params[last:])
-    return out
 
 
 _NULL_ARG = re.compile(r"^(?:nullptr|NULL|0|\(\s*void\s*\*\s*\)\s*0"
@@ -1673,7 +1667,7 @@ class _SizeQueries:
         return ok
 
     def _early(self, r: Region, k: int, depth: int) -> bool:
-        params = _split_top(r.params)
+        params = split_top(r.params)
         if k >= len(params):
             return False
         names = _IDENT.findall(params[k].split("=")[0])

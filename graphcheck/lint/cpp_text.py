@@ -156,3 +156,35 @@ def _balanced(s: str) -> bool:
             if depth < 0:
                 return False
     return depth == 0
+
+
+def top_level_args(span: str) -> list[tuple[int, str]]:
+    """The top-level arguments of a call's argument text, with their offsets. A ``<`` right after a name opens
+    template arguments (``py::keep_alive<0, 1>()``) until its ``>`` (not the ``>`` of ``->``); one left open is
+    dropped when the bracket around it closes (a comparison ``a < b`` inside a lambda body)."""
+    out: list[tuple[int, str]] = []
+    stack: list[str] = []
+    last = 0
+    for k, ch in enumerate(span):
+        if ch in "([{":
+            stack.append(ch)
+        elif ch == "<" and k > 0 and (span[k - 1].isalnum() or span[k - 1] in "_ ") and \
+                re.search(r"[A-Za-z_]\w*\s*$", span[max(0, k - 64):k]):
+            stack.append(ch)
+        elif ch == ">" and stack and stack[-1] == "<" and span[k - 1] != "-":
+            stack.pop()
+        elif ch in ")]}":
+            while stack and stack[-1] == "<":
+                stack.pop()
+            if stack:
+                stack.pop()
+        elif ch == "," and not stack:
+            out.append((last, span[last:k]))
+            last = k + 1
+    out.append((last, span[last:]))
+    return out
+
+
+def split_top(span: str) -> list[str]:
+    """The top-level arguments (or parameters) of an argument list's text, as :func:`top_level_args` reads them."""
+    return [piece for _, piece in top_level_args(span)]
