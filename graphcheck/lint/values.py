@@ -245,6 +245,7 @@ class FunctionFacts:
                 self._and_chain(node)
             elif isinstance(node, ast.IfExp):
                 self._conditional(node)
+        self._host_rebinds()
         # lines that run once per key (cached work) or only when an optional argument is omitted
         self.first_use = info.first_use()
         attr_flags = class_flags(index, info.owner_class) if info.is_method and info.name != "__init__" else None
@@ -417,6 +418,25 @@ class FunctionFacts:
             for sub in ast.walk(arm):
                 if isinstance(sub, ast.Name) and sub.id == name:
                     self._node_narrow[id(sub)] = state
+
+    def _host_rebinds(self) -> None:
+        """``beta = beta if isinstance(beta, float) else 1.0`` in the function's own body (not in a loop or a
+        branch): below it, ``beta`` is no tensor, whatever its parameter's annotation allowed."""
+        fn = self.info.node
+        fn_end = getattr(fn, "end_lineno", None)
+        for stmt in getattr(fn, "body", ()):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                    and isinstance(stmt.value, ast.IfExp)) or fn_end is None:
+                continue
+            name = stmt.targets[0].id
+            if all(self._host_arm(arm, name) for arm in live_arms(stmt.value)):
+                self.narrowed.append(((stmt.end_lineno or stmt.lineno) + 1, fn_end, name, "nottensor"))
+
+    def _host_arm(self, arm: ast.expr, name: str) -> bool:
+        """An arm that is a literal, or ``name`` itself where the test says it is no tensor."""
+        if isinstance(arm, ast.Constant):
+            return True
+        return isinstance(arm, ast.Name) and arm.id == name and self._node_narrow.get(id(arm)) == "nottensor"
 
     def _and_chain(self, node: ast.BoolOp) -> None:
         """``isinstance(k, int) and 0 < k <= K``: the operands after a test see it narrowed.
@@ -854,7 +874,7 @@ class FunctionFacts:
                 return False  # `mask != None`: a tensor refuses None, so Python compares identity: a plain bool
             return self.tensorish(node.left, depth + 1) or any(self.tensorish(c, depth + 1) for c in node.comparators)
         if isinstance(node, ast.IfExp):
-            return self.tensorish(node.body, depth + 1) or self.tensorish(node.orelse, depth + 1)
+            return any(self.tensorish(arm, depth + 1) for arm in live_arms(node))
         if isinstance(node, ast.Call):
             return self.tensor_call(node, depth)
         return False
@@ -974,6 +994,9 @@ class FunctionFacts:
         while stack:
             node = stack.pop()
             if isinstance(node, ast.Attribute) and node.attr in _STRUCTURE_ATTRS:
+                continue
+            if isinstance(node, ast.IfExp) and _constant_truth(node.test) is not None:
+                stack.extend(live_arms(node))  # `a if not None else x`: the other arm never runs
                 continue
             if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
                 continue  # `x is None`: fixed by the call's structure, not by tensor values
@@ -1339,6 +1362,24 @@ def _shadowed_by_constants(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[st
             continue
         read |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
     return out
+
+
+def _constant_truth(test: ast.expr) -> bool | None:
+    """The truth of a test made of a literal and ``not`` (``None``, ``not None``, ``1``), None for any other test."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    if not isinstance(test, ast.Constant):
+        return None
+    return bool(test.value) != negated
+
+
+def live_arms(node: ast.IfExp) -> list[ast.expr]:
+    """The arms of a conditional expression that can run: one when its test is a literal, else both."""
+    truth = _constant_truth(node.test)
+    if truth is None:
+        return [node.body, node.orelse]
+    return [node.body if truth else node.orelse]
 
 
 def _rebinds(block: list[ast.stmt], name: str) -> bool:

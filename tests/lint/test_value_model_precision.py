@@ -155,6 +155,59 @@ def test_conditional_expression_narrows_each_arm():
     assert [c for c, *_ in got if c.startswith("GC1")] == ["GC101"]  # the tensor arm only, not float()
 
 
+def test_a_name_rebound_to_its_host_arm_is_no_tensor_below():
+    # the shape of a GEMM wrapper that splits a float-or-tensor beta into a float and a separate tensor
+    got = codes('''
+        def gemm(x, out, beta: float | torch.Tensor = 1.0):
+            beta_tensor = beta if not isinstance(beta, float) else None
+            beta = beta if isinstance(beta, float) else 1.0
+            if beta != 1.0 or beta_tensor is not None:
+                out.mul_(2)
+            kern[(1,)](x, 1, BLOCK=64)
+    ''')
+    assert [c for c, *_ in got if c.startswith("GC1")] == []
+
+
+def test_a_rebinding_that_may_keep_the_tensor_still_syncs():
+    got = codes('''
+        def gemm(x, out, beta: float | torch.Tensor = 1.0):
+            beta = beta if isinstance(beta, torch.Tensor) else 1.0
+            if beta != 1.0:
+                out.mul_(2)
+            kern[(1,)](x, 1, BLOCK=64)
+    ''')
+    assert [c for c, *_ in got if c == "GC111"] == ["GC111"]
+
+
+def test_a_rebinding_inside_a_branch_does_not_narrow_below_it():
+    got = codes('''
+        def gemm(x, out, flag: bool, beta: float | torch.Tensor = 1.0):
+            if flag:
+                beta = beta if isinstance(beta, float) else 1.0
+            if beta != 1.0:
+                out.mul_(2)
+            kern[(1,)](x, 1, BLOCK=64)
+    ''')
+    assert [c for c, *_ in got if c == "GC111"] == ["GC111"]
+
+
+def test_a_constexpr_from_a_conditional_with_a_literal_test_takes_the_live_arm():
+    # `activation if not None else x`: `not None` is always true, so the tensor arm never runs
+    got = codes('''
+        def linear(x: torch.Tensor, activation: str = ""):
+            kern[(1,)](x, 1, BLOCK=activation if not None else x)
+    ''')
+    assert [c for c, *_ in got if c == "GC403"] == []
+
+
+def test_a_constexpr_from_the_live_tensor_arm_is_still_per_call():
+    got = codes('''
+        def linear(x: torch.Tensor, activation: str = ""):
+            kern[(1,)](x, 1, BLOCK=activation if None else x)
+    ''')
+    assert [c for c, *_ in got if c == "GC403"] == ["GC403"]
+
+
 # -- tensors known only from an isinstance test: device not established -------------------------------------
 
 
