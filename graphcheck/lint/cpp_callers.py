@@ -96,6 +96,7 @@ _PROGRAM = "<program>"  # first element of a verdict: only a standalone program'
 _APP = "<application>"  # first element of a verdict: bound as ops no Python file of an application tree names
 _UNNAMED = "<unnamed>"  # first element of a verdict: bound as an op nothing names, of a module the tree takes op by op
 _PLAN = "<plan>"  # first element of a verdict: the function is a plan step, or only plan steps call it
+_PRECAPTURE = "<before-capture>"  # first element of a verdict: only the code before a capture's begin calls it
 _SITE = "@"  # a verdict element that is a `main` (`path:line`) or a test case (`path:line|TEST(A, B)`), not a caller
 _TESTS = "<tests>"  # a referrer that is a test or benchmark case (`TEST_F(Suite, Name) { ... }`, `BENCHMARK(BM_f)`)
 _OWN = "="  # a verdict element that is a file calling a same-name function of its own (`path`), not a caller
@@ -1201,6 +1202,32 @@ class CallerIndex:
         sites = self._sites
         return self._only_through(name, lambda callee, caller: self._plan_steps(sites.get(callee, {}).get(caller, ())))
 
+    def _before_capture(self, where: Iterable[tuple[int, int]]) -> list[str] | None:
+        """``qualified|path|line`` of the capture begin after each place in ``where`` (file, position of a call)
+        when every one lies in a function before the capture it begins (``cpp_driver.before_begin``), else None."""
+        from graphcheck.lint.cpp_driver import before_begin
+
+        out: list[str] = []
+        for i, p in sorted(where):
+            cpp = self._cpp_file(i)
+            region = None if cpp is None else cpp.loc.region(p)
+            if cpp is None or region is None or not region.name:
+                return None
+            pairs, opens = cpp._brackets()
+            begin = before_begin(cpp.text, pairs, opens, region, p)
+            if begin is None:
+                return None
+            out.append(f"{cpp.qualified(region)}|{self.shown_path(self.files[i][0])}|{cpp.loc.line_col(begin)[0]}")
+        return out or None
+
+    def precapture_only(self, name: str) -> list[str] | None:
+        """The functions (``qualified|path|line`` of their capture begin) through which every caller chain of
+        ``name`` passes, each calling it before the capture it begins; None when a reference is live, an op binding
+        or Python, or when nothing calls it."""
+        sites = self._sites
+        return self._only_through(name, lambda callee, caller: self._before_capture(sites.get(callee, {}).get(caller,
+                                                                                                                ())))
+
     def plan_named(self, name: str, path: str) -> list[str] | None:
         """``qualified|path|line`` of each definition of ``name`` in the C++ file ``path`` when ``eager-functions``
         names them all (the function is a plan step by its name), else None."""
@@ -1335,7 +1362,8 @@ def _stamp(files: Sequence[tuple[str, str]], tests: Sequence[str] = (),
     """The modules' source and the stat of every linted file, of the build scripts the extension-name search reads
     and of the left-out tests read for op names (``tests``): what the caller verdicts depend on."""
     h = hashlib.blake2b(digest_size=16)
-    hash_modules(h, ("cpp_callers.py", "cpp_pyrefs.py", "cpp_modops.py", "cpp_rules.py", "cpp_text.py"))
+    hash_modules(h, ("cpp_callers.py", "cpp_pyrefs.py", "cpp_modops.py", "cpp_rules.py", "cpp_text.py",
+                     "cpp_driver.py"))
     for path, language in [*files, *((c, "cmake") for c in cmake_files(files)), *((t, "test") for t in tests)]:
         st = stat(path)
         if st is not None:
@@ -1464,6 +1492,15 @@ def _demoted_for(f: Finding, callers: list[str], where: str = "") -> Finding:
         return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
                                    evidence={**f.evidence, "callers": [q for q, *_ in steps],
                                              "caller_check": "plan step" if plan else "eager function"})
+    if callers and callers[0] == _PRECAPTURE:
+        begins = [c.split("|", 2) for c in callers[1:]]
+        shown = ", ".join(f"`{q}` (begins at {p}:{line})" for q, p, line in begins[:3]) + (
+            f", and {len(begins) - 3} more" if len(begins) > 3 else "")
+        why = (f"`{name}` runs only in code called before the capture begins in {shown}: it prepares the capture "
+               "and runs before the graph is recorded, not inside it")
+        return dataclasses.replace(f, severity=Severity.WARNING, message=f"{f.message} ({why})",
+                                   evidence={**f.evidence, "callers": [q for q, *_ in begins],
+                                             "caller_check": "before capture begin"})
     if callers and callers[0] == _BUILD:
         builders = callers[1:]
         why = (f"`{name}` is only called from class constructors (or from functions only they call), which build "
@@ -1601,4 +1638,7 @@ def _verdict(index: CallerIndex, name: str, asked: str) -> list[str] | None:
     if verdict is None:  # code only plan steps (FlashInfer's `BeginForward`) call
         steps = index.plan_only(asked)
         verdict = None if steps is None else [_PLAN, *steps]
+    if verdict is None:  # code only the preparation before a capture's begin calls
+        begins = index.precapture_only(asked)
+        verdict = None if begins is None else [_PRECAPTURE, *begins]
     return verdict

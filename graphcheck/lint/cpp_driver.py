@@ -170,6 +170,24 @@ def where(span: CaptureSpan, pos: int) -> str | None:
     return None if i >= 0 and span.lambdas[i][0] < pos < span.lambdas[i][1] else "outside"
 
 
+def before_begin(text: str, pairs: dict[int, int], opens: list[int], region: Region, pos: int) -> int | None:
+    """Where the capture ``region`` begins (a ``cudaStreamBeginCapture(...)`` or ``capture_begin(...)`` call), when
+    ``pos`` surely runs before it, else None: no begin lies before ``pos``, ``pos`` is not in a lambda body (which
+    may be called later), and the begin is in no loop of the function (nor the body of a loop without braces) and
+    there is no ``goto``. Code there prepares a capture (ggml's graph compute refreshes its copy pointers and then
+    begins one); it is never recorded by it. The end may be in another function."""
+    begin = _BEGIN.search(text, region.start, region.end)
+    if begin is None or begin.start() <= pos or _GOTO.search(text, region.start, region.end):
+        return None
+    if any(_block_kind(text, k, pairs) != "other" for k in _around(begin.start(), region, pairs, opens)):
+        return None
+    if _LOOP_HEAD.search(_statement_head(text, begin.start(), pairs, region.start)):
+        return None
+    if any(o < pos < c for o, c in _lambda_spans(text, region, pairs, opens)):
+        return None
+    return begin.start()
+
+
 # --- the capture stream --------------------------------------------------------------------
 
 _GUARD_TYPE = re.compile(r"(?:Optional)?(?:CUDA|HIP)?StreamGuard(?:MasqueradingAsCUDA)?")
