@@ -95,10 +95,11 @@ KEY_STAGES = 5
 
 
 #: the persistent warp-specialised kernel (``PagedConfig.ws``): programs per SM (registers: three warpgroups at 80
-#: registers fit twice), its key-tile ring, the most requests its set-up vector holds, and the longest max_model_len
-#: it takes by default, in block-table widths (its -inf fill is dealt out per request after the key work; where
-#: max_model_len is several times the table, as at ctx 8k mml 111k, that fill dominates and the split launch,
-#: whose many short programs spread it, was 1.7x faster in run kern-s13-2)
+#: registers fit twice), its key-tile ring (H200 runs kern-s13-2 and kern-s14-1/-2: 3, 5, 6 and 8 stages were
+#: slower than 4), the most requests its set-up vector holds, and the longest max_model_len it takes by default, in
+#: block-table widths. Where max_model_len is several times the table (ctx 8k and 32k, mml 111k) the -inf fill
+#: dominates: with the fill written per request after the key work the split launch was 1.7x faster (run kern-s13-2);
+#: with the fill cut evenly by position and written by the producer warp, 0.2-3% faster (run kern-s14-2)
 WS_PROGRAMS_PER_SM = 2
 WS_STAGES = 4
 WS_MAX_BATCH = 1024
@@ -197,8 +198,11 @@ def default_config(batch: int, next_n: int, heads: int, block_size: int, max_mod
         # The persistent warp-specialised kernel where max_model_len is at most WS_MAX_SPAN block tables (ws_fits
         # decides the rest in the launch). H200 run kern-s13-2 (device time per call in a CUDA graph, against this
         # launch in the same run): B=64 ctx 8k mml 16k 26.2 µs against 29.3-29.4, B=128 ctx 8k mml 16k 46.1 against
-        # 49.3-49.5, B=64 ctx 32k mml 64k 86.1 against 90.6-90.9; where max_model_len is many tables long (ctx 8k
-        # mml 111k: 66 against 40 µs, ctx 32k mml 111k: 4-9% slower) the per-request fill after the key work loses.
+        # 49.3-49.5, B=64 ctx 32k mml 64k 86.1 against 90.6-90.9. Its set-up as of H200 run kern-s14-2 (the block
+        # table into L2 beside the lengths load, the running sums inside a warp, the barriers before the PDL wait,
+        # the fill cut by position and written by the producer): 2.6%, 1.6% and 0.6% faster than run s13's kernel
+        # on those shapes (ABAB, 6 rounds). Where max_model_len is many tables long (mml 111k) it is still 0.2-3%
+        # slower than this launch.
         ws = (WS_PROGRAMS_PER_SM if _ws_default(device) and heads == 64 and block_size == 64
               and max_model_len <= WS_MAX_SPAN * max_blocks * block_size else 0)
         return PagedConfig(rows=rows, splits=splits, num_warps=4, num_stages=KEY_STAGES, split_rows=True,

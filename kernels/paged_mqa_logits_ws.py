@@ -2,14 +2,16 @@
 
 ``P = programs_per_sm x SMs`` programs. Every request's key tiles are numbered one after another; program p takes
 tiles ``[p·T/P, (p+1)·T/P)`` of the T in all (one contiguous stretch that crosses a request boundary or two), so each
-program sets up once, and the programs' work differs by at most one tile whatever the lengths. Per program:
+program sets up once, and the programs' work differs by at most one tile whatever the lengths. The -inf fill past
+each request's last key tile is cut the same way, in tiles of a block's width. Per program:
 
+- a set-up: the barriers before the PDL wait (they read no input), this program's slice of the block table into L2
+  beside the lengths load, then the lengths' running sums inside one warp (no shared memory, no barrier) for B <= 256;
 - a producer warp: per request of its stretch, the two query tiles into a 2-slot ring, then per key tile (block ids
-  read 64 at a time) the block's keys and scales by TMA into a STAGES-slot ring;
+  read 64 at a time) the block's keys and scales by TMA into a STAGES-slot ring; after its last copy, both rows of
+  its stretch of the fill;
 - two consumer warpgroups, one per query row: per key tile one wgmma against the row's query tile, the ReLU-weighted
-  head sum, the scale, the store (-inf past the row's end and for block ids outside the cache);
-- the -inf fill past each request's last tile, dealt out as (request, part) items; the consumers write their row's
-  share after their last tile.
+  head sum, the scale, the store (-inf past the row's end and for block ids outside the cache).
 
 Launched by :func:`graphcheck.kernels.paged_mqa_logits.fp8_paged_mqa_logits` where ``PagedConfig.ws`` is set (the
 default on compute capability 9.0 for H = 64, D = 128, 64-key blocks and short max_model_len; see
@@ -32,6 +34,12 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 CHUNK = 64
 #: registers per thread at launch: three warpgroups (the producer warp is padded to one) fit twice per SM
 MAXNREG = 80
+#: the producer warpgroup's registers (it writes the fill as well as issuing copies; 80·8 + 40·4 <= 80·12)
+PRODUCER_REGS = 40
+#: elements per fill store loop step of the producer warp
+PRODUCER_FILL_N = 256
+#: largest batch whose set-up vector each warp holds whole (B / 32 values per thread)
+WARP_SETUP_MAX = 256
 
 
 @gluon.jit
@@ -69,8 +77,9 @@ def _span(b, b_first, start0, nt, g0, g1, i):
 def _producer(q_desc, k_desc, s_desc, lens_ptr, bt_ptr, stride_lb, stride_ln, stride_btb, stride_btk, limit,
               num_kv_blocks, kv_rows, b_first, b_end, start0, g0, g1,
               q_smem, k_smem, s_smem, q_full, q_empty, full, empty,
+              out_ptr, stride_or, max_model_len, f0, f1, fb_first, fb_end, fs_first, fs_last,
               STAGES: gl.constexpr, BS: gl.constexpr, H: gl.constexpr, D: gl.constexpr, CH: gl.constexpr,
-              LENS_2D: gl.constexpr):
+              LENS_2D: gl.constexpr, CLEAN: gl.constexpr, FILL_N: gl.constexpr):
     layout: gl.constexpr = gl.BlockedLayout([CH // 32], [32], [1], [0])
     jj = gl.arange(0, CH, layout=layout)
     i = 0
@@ -96,22 +105,30 @@ def _producer(q_desc, k_desc, s_desc, lens_ptr, bt_ptr, stride_lb, stride_ln, st
                 tma.async_copy_global_to_shared(k_desc, [phys * kv_rows, 0], full.index(s), k_smem.index(s))
                 tma.async_copy_global_to_shared(s_desc, [phys, BS * D // 4], full.index(s), s_smem.index(s))
                 i += 1
+    if CLEAN:  # while the consumers work through the last tiles in the ring
+        _fill(out_ptr, lens_ptr, stride_lb, stride_ln, stride_or, limit, max_model_len,
+              f0, f1, fb_first, fb_end, fs_first, fs_last, BS, FILL_N, LENS_2D)
 
 
 @gluon.jit
-def _fill(out_ptr, lens_ptr, pid, progs, batch, parts, stride_lb, stride_ln, stride_or, limit, max_model_len,
-          R: gl.constexpr, BS: gl.constexpr, FILL_N: gl.constexpr, LENS_2D: gl.constexpr):
-    """Row R's -inf past each request's last tile: items (request, part), dealt out to the programs in turn."""
-    fl: gl.constexpr = gl.BlockedLayout([4], [32], [4], [0])
+def _fill(out_ptr, lens_ptr, stride_lb, stride_ln, stride_or, limit, max_model_len,
+          f0, f1, fb_first, fb_end, fs_first, fs_last, BS: gl.constexpr, FILL_N: gl.constexpr, LENS_2D: gl.constexpr):
+    """-inf on both rows of fill tiles [f0, f1): each request's BS-wide tiles past its last key tile, numbered request
+    after request (fs_first and fs_last: where the range's first and last request start in that order). Only those
+    two requests are cut; the ones between lie whole in the range. One warp."""
+    fl: gl.constexpr = gl.BlockedLayout([4], [32], [1], [0])
     f = gl.arange(0, FILL_N, layout=fl)
     neg = gl.full([FILL_N], float("-inf"), gl.float32, layout=fl)
-    for item in range(pid, batch * parts, progs):
-        fb = item // parts
-        part = item - fb * parts
-        e0, e1, nt = _ends(lens_ptr, fb, stride_lb, stride_ln, limit, BS, LENS_2D)
-        out_row = out_ptr + (fb * 2 + R).to(gl.int64) * stride_or
-        for f0 in range(nt * BS + part * FILL_N, max_model_len, parts * FILL_N):
-            gl.store(out_row + f0 + f, neg, mask=(f0 + f) < max_model_len)
+    for b in range(fb_first, fb_end):
+        e0, e1, nt = _ends(lens_ptr, b, stride_lb, stride_ln, limit, BS, LENS_2D)
+        tiles = gl.maximum(gl.cdiv(max_model_len, BS) - nt, 0)
+        lo = gl.where(b == fb_first, f0 - fs_first, 0)
+        hi = gl.minimum(gl.where(b == fb_end - 1, f1 - fs_last, tiles), tiles)
+        end = gl.minimum((nt + hi) * BS, max_model_len)
+        for r in gl.static_range(2):
+            out_row = out_ptr + (b * 2 + r).to(gl.int64) * stride_or
+            for p0 in range((nt + lo) * BS, end, FILL_N):
+                gl.store(out_row + p0 + f, neg, mask=(p0 + f) < end)
 
 
 @gluon.jit
@@ -127,10 +144,10 @@ def _score_store(acc, w, scale, raw, num_kv_blocks, out_row, p, end, max_model_l
 
 @gluon.jit
 def _consumer(w_ptr, lens_ptr, bt_ptr, out_ptr, stride_wr, stride_wh, stride_lb, stride_ln, stride_btb, stride_btk,
-              stride_or, limit, max_model_len, num_kv_blocks, batch, parts, b_first, b_end, start0, g0, g1,
+              stride_or, limit, max_model_len, num_kv_blocks, b_first, b_end, start0, g0, g1,
               q_smem, k_smem, s_smem, q_full, q_empty, full, empty,
               R: gl.constexpr, STAGES: gl.constexpr, BS: gl.constexpr, H: gl.constexpr, D: gl.constexpr,
-              FILL_N: gl.constexpr, CLEAN: gl.constexpr, LENS_2D: gl.constexpr):
+              CLEAN: gl.constexpr, LENS_2D: gl.constexpr):
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, H, 32])
     cols: gl.constexpr = gl.SliceLayout(0, mma)
     keys: gl.constexpr = gl.SliceLayout(1, mma)
@@ -161,18 +178,29 @@ def _consumer(w_ptr, lens_ptr, bt_ptr, out_ptr, stride_wr, stride_wh, stride_lb,
             _score_store(acc, w, scale, raw, num_kv_blocks, out_row, tt * BS + t, end, max_model_len, CLEAN)
             i += 1
         mbarrier.arrive(q_empty.index(qs), count=1)
-    if CLEAN:
-        _fill(out_ptr, lens_ptr, gl.program_id(0), gl.num_programs(0), batch, parts, stride_lb, stride_ln, stride_or,
-              limit, max_model_len, R, BS, FILL_N, LENS_2D)
 
 
 @gluon.jit
 def _paged_ws_kernel(q_desc, k_desc, s_desc, w_ptr, lens_ptr, bt_ptr, out_ptr,
                      stride_wr, stride_wh, stride_lb, stride_ln, stride_btb, stride_btk, stride_or,
-                     batch, max_model_len, max_blocks, num_kv_blocks, kv_rows, parts,
+                     batch, max_model_len, max_blocks, num_kv_blocks, kv_rows, pf_lines, pf_last,
                      H: gl.constexpr, D: gl.constexpr, BS: gl.constexpr, STAGES: gl.constexpr,
                      BLOCK_B: gl.constexpr, FILL_N: gl.constexpr, CH: gl.constexpr, PDL: gl.constexpr,
-                     REGS: gl.constexpr, PREGS: gl.constexpr, CLEAN: gl.constexpr, LENS_2D: gl.constexpr):
+                     REGS: gl.constexpr, PREGS: gl.constexpr, CLEAN: gl.constexpr, LENS_2D: gl.constexpr,
+                     WARP_SETUP: gl.constexpr):
+    q_smem = gl.allocate_shared_memory(gl.float8e4nv, [4, H, D], q_desc.layout)
+    k_smem = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BS, D], k_desc.layout)
+    s_smem = gl.allocate_shared_memory(gl.float32, [STAGES, 1, BS], s_desc.layout)
+    full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    q_full = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(full.index(s), count=1)
+        mbarrier.init(empty.index(s), count=2)
+    for s in gl.static_range(2):
+        mbarrier.init(q_full.index(s), count=1)
+        mbarrier.init(q_empty.index(s), count=2)
     if PDL:
         gl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
         gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=gl.int32, is_pure=False,
@@ -180,8 +208,15 @@ def _paged_ws_kernel(q_desc, k_desc, s_desc, w_ptr, lens_ptr, bt_ptr, out_ptr,
     pid = gl.program_id(0)
     progs = gl.num_programs(0)
     limit = gl.minimum(max_model_len, max_blocks * BS)
+    # Lines [pid·pf_lines, (pid+1)·pf_lines) of 32 ids into L2 now, so the producer's first id loads wait on L2,
+    # not DRAM (the offset is clamped to the table's last id: repeats of one line are harmless).
+    pl: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    kk = gl.arange(0, 128, layout=pl)
+    off = gl.minimum((pid * pf_lines + gl.minimum(kk, pf_lines - 1)) * 32, pf_last)
+    gl.inline_asm_elementwise("prefetch.global.L2 [$1]; mov.u32 $0, 0;", "=r,l", [bt_ptr + off], dtype=gl.int32,
+                              is_pure=False, pack=1)
     # every request's tile count, their running sum, and this program's stretch [g0, g1) of it
-    lay: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    lay: gl.constexpr = gl.BlockedLayout([BLOCK_B // 32 if WARP_SETUP else 1], [32], [4], [0])
     ib = gl.arange(0, BLOCK_B, layout=lay)
     ok = ib < batch
     if LENS_2D:
@@ -201,33 +236,40 @@ def _paged_ws_kernel(q_desc, k_desc, s_desc, w_ptr, lens_ptr, bt_ptr, out_ptr,
     b_first = gl.sum((cum <= g0).to(gl.int32), axis=0)
     b_end = gl.sum((excl < g1).to(gl.int32), axis=0)
     start0 = gl.sum(gl.where(ib == b_first, excl, 0), axis=0)
-
-    q_smem = gl.allocate_shared_memory(gl.float8e4nv, [4, H, D], q_desc.layout)
-    k_smem = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BS, D], k_desc.layout)
-    s_smem = gl.allocate_shared_memory(gl.float32, [STAGES, 1, BS], s_desc.layout)
-    full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    q_full = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(full.index(s), count=1)
-        mbarrier.init(empty.index(s), count=2)
-    for s in gl.static_range(2):
-        mbarrier.init(q_full.index(s), count=1)
-        mbarrier.init(q_empty.index(s), count=2)
+    if CLEAN:
+        # the same for the fill in BS-wide tiles (request b's: those past its last key tile): [f0, f1)
+        ft = gl.where(ok, gl.maximum(gl.cdiv(max_model_len, BS) - tiles, 0), 0)
+        cumf = gl.associative_scan(ft, 0, _add)
+        exclf = cumf - ft
+        ftotal = gl.sum(ft, axis=0)
+        f0 = (pid.to(gl.int64) * ftotal // progs).to(gl.int32)
+        f1 = ((pid + 1).to(gl.int64) * ftotal // progs).to(gl.int32)
+        fb_first = gl.sum((cumf <= f0).to(gl.int32), axis=0)
+        fb_end = gl.sum((exclf < f1).to(gl.int32), axis=0)
+        fs_first = gl.sum(gl.where(ib == fb_first, exclf, 0), axis=0)
+        fs_last = gl.sum(gl.where(ib == fb_end - 1, exclf, 0), axis=0)
+    else:
+        f0 = 0
+        f1 = 0
+        fb_first = 0
+        fb_end = 0
+        fs_first = 0
+        fs_last = 0
 
     gl.warp_specialize([
         (_consumer, (w_ptr, lens_ptr, bt_ptr, out_ptr, stride_wr, stride_wh, stride_lb, stride_ln, stride_btb,
-                     stride_btk, stride_or, limit, max_model_len, num_kv_blocks, batch, parts, b_first, b_end, start0,
+                     stride_btk, stride_or, limit, max_model_len, num_kv_blocks, b_first, b_end, start0,
                      g0, g1, q_smem, k_smem, s_smem, q_full, q_empty, full, empty,
-                     0, STAGES, BS, H, D, FILL_N, CLEAN, LENS_2D)),
+                     0, STAGES, BS, H, D, CLEAN, LENS_2D)),
         (_consumer, (w_ptr, lens_ptr, bt_ptr, out_ptr, stride_wr, stride_wh, stride_lb, stride_ln, stride_btb,
-                     stride_btk, stride_or, limit, max_model_len, num_kv_blocks, batch, parts, b_first, b_end, start0,
+                     stride_btk, stride_or, limit, max_model_len, num_kv_blocks, b_first, b_end, start0,
                      g0, g1, q_smem, k_smem, s_smem, q_full, q_empty, full, empty,
-                     1, STAGES, BS, H, D, FILL_N, CLEAN, LENS_2D)),
+                     1, STAGES, BS, H, D, CLEAN, LENS_2D)),
         (_producer, (q_desc, k_desc, s_desc, lens_ptr, bt_ptr, stride_lb, stride_ln, stride_btb, stride_btk, limit,
                      num_kv_blocks, kv_rows, b_first, b_end, start0, g0, g1,
-                     q_smem, k_smem, s_smem, q_full, q_empty, full, empty, STAGES, BS, H, D, CH, LENS_2D)),
+                     q_smem, k_smem, s_smem, q_full, q_empty, full, empty,
+                     out_ptr, stride_or, max_model_len, f0, f1, fb_first, fb_end, fs_first, fs_last,
+                     STAGES, BS, H, D, CH, LENS_2D, CLEAN, FILL_N)),
     ], [4, 1], [REGS, PREGS])
 
 
@@ -259,13 +301,16 @@ def launch(q: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor, conte
     q_desc, k_desc, s_desc, kv_rows = _descriptors(q, kv_cache)
     lens_2d = context_lens.dim() == 2
     progs = programs_per_sm * sms
+    pf_last = (b - 1) * block_tables.stride(0) + (block_tables.shape[1] - 1) * block_tables.stride(1)
+    pf_lines = -(-(pf_last // 32 + 1) // progs)  # the block table in 32-id lines, per program
+    block_b = max(32, triton.next_power_of_2(b))
     extra: dict[str, Any] = {"launch_pdl": True} if pdl else {}
     _paged_ws_kernel[(progs,)](
         q_desc, k_desc, s_desc, weights, context_lens, block_tables, out,
         weights.stride(0), weights.stride(1), context_lens.stride(0), context_lens.stride(1) if lens_2d else 0,
         block_tables.stride(0), block_tables.stride(1), out.stride(0),
-        b, max_model_len, block_tables.shape[1], kv_cache.shape[0], kv_rows, max(1, -(-progs // b)),
-        H=h, D=d, BS=kv_cache.shape[1], STAGES=stages, BLOCK_B=max(32, triton.next_power_of_2(b)), FILL_N=1024,
-        CH=CHUNK, PDL=pdl, REGS=MAXNREG, PREGS=24, CLEAN=clean_logits, LENS_2D=lens_2d,
+        b, max_model_len, block_tables.shape[1], kv_cache.shape[0], kv_rows, pf_lines, pf_last,
+        H=h, D=d, BS=kv_cache.shape[1], STAGES=stages, BLOCK_B=block_b, FILL_N=PRODUCER_FILL_N, CH=CHUNK, PDL=pdl,
+        REGS=MAXNREG, PREGS=PRODUCER_REGS, CLEAN=clean_logits, LENS_2D=lens_2d, WARP_SETUP=block_b <= WARP_SETUP_MAX,
         num_warps=4, maxnreg=MAXNREG, **extra,
     )

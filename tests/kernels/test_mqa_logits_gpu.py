@@ -222,9 +222,12 @@ def _capture_and_replay(fn, make, outputs_of, bitwise=True):
 # max_model_len is at most two block tables; the capture test below takes it too): DeepGEMM's decode shape at
 # max_model_len 16k and small odd ones, 1-D and 2-D lengths, both clean_logits modes, block ids outside the cache
 # inside two sequences and garbage past every sequence. Checked against the float64 oracle and the split launch.
+# B = 150 and 300: the set-up's sums with 8 values per lane in each warp, and across warps (B > 256); there and at
+# B = 40 each program's stretch of the -inf fill crosses requests.
 # (batch, average context, max_model_len, 2-D lengths, clean_logits)
 WS_SHAPES = [(64, 8192, 16384, False, True), (64, 8192, 16384, True, False), (7, 2000, 2500, True, True),
-             (3, 300, 700, False, False), (1, 5000, 9000, False, True)]
+             (3, 300, 700, False, False), (1, 5000, 9000, False, True), (40, 500, 1000, False, True),
+             (150, 300, 700, True, True), (300, 200, 500, False, True)]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
