@@ -1176,15 +1176,26 @@ class CallerIndex:
         plan, eager = self._eager_rx
         return "plan" if plan(dotted) else "eager" if eager(dotted) else None
 
-    def _plan_steps(self, where: Iterable[tuple[int, int]]) -> list[str] | None:
-        """``qualified|path|line`` of each place in ``where`` (file, position of a reference or a definition head)
-        when every one lies in a function ``eager-functions`` names (a plan step), else None."""
-        out: list[str] = []
+    def _named_regions(self, where: Iterable[tuple[int, int]]) -> list[tuple[int, int, _CppFile, Region]] | None:
+        """(file, position, its C++ file, the named function holding it) of each place in ``where``, in order; None
+        when a file cannot be read or a place lies in no named function."""
+        out: list[tuple[int, int, _CppFile, Region]] = []
         for i, p in sorted(where):
             cpp = self._cpp_file(i)
             region = None if cpp is None else cpp.loc.region(p)
             if cpp is None or region is None or not region.name:
                 return None
+            out.append((i, p, cpp, region))
+        return out
+
+    def _plan_steps(self, where: Iterable[tuple[int, int]]) -> list[str] | None:
+        """``qualified|path|line`` of each place in ``where`` (file, position of a reference or a definition head)
+        when every one lies in a function ``eager-functions`` names (a plan step), else None."""
+        places = self._named_regions(where)
+        if places is None:
+            return None
+        out: list[str] = []
+        for i, p, cpp, region in places:
             qualified = cpp.qualified(region)
             kind = self._is_eager(qualified)
             if kind is None:
@@ -1207,12 +1218,11 @@ class CallerIndex:
         when every one lies in a function before the capture it begins (``cpp_driver.before_begin``), else None."""
         from graphcheck.lint.cpp_driver import before_begin
 
+        places = self._named_regions(where)
+        if places is None:
+            return None
         out: list[str] = []
-        for i, p in sorted(where):
-            cpp = self._cpp_file(i)
-            region = None if cpp is None else cpp.loc.region(p)
-            if cpp is None or region is None or not region.name:
-                return None
+        for i, p, cpp, region in places:
             pairs, opens = cpp._brackets()
             begin = before_begin(cpp.text, pairs, opens, region, p)
             if begin is None:
