@@ -424,13 +424,16 @@ class FunctionFacts:
         branch): below it, ``beta`` is no tensor, whatever its parameter's annotation allowed."""
         fn = self.info.node
         fn_end = getattr(fn, "end_lineno", None)
-        for stmt in getattr(fn, "body", ()):
+        body = list(getattr(fn, "body", ()))
+        for k, stmt in enumerate(body):
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
                     and isinstance(stmt.value, ast.IfExp)) or fn_end is None:
                 continue
             name = stmt.targets[0].id
             if all(self._host_arm(arm, name) for arm in live_arms(stmt.value)):
-                self.narrowed.append(((stmt.end_lineno or stmt.lineno) + 1, fn_end, name, "nottensor"))
+                # up to the statement that binds the name again (the whole statement: a loop may run it earlier)
+                end = next((later.lineno - 1 for later in body[k + 1:] if _stores(later, name)), fn_end)
+                self.narrowed.append(((stmt.end_lineno or stmt.lineno) + 1, end, name, "nottensor"))
 
     def _host_arm(self, arm: ast.expr, name: str) -> bool:
         """An arm that is a literal, or ``name`` itself where the test says it is no tensor."""
@@ -1380,6 +1383,11 @@ def live_arms(node: ast.IfExp) -> list[ast.expr]:
     if truth is None:
         return [node.body, node.orelse]
     return [node.body if truth else node.orelse]
+
+
+def _stores(stmt: ast.stmt, name: str) -> bool:
+    """Whether ``stmt`` binds ``name`` anywhere in it (an assignment, a loop target, a ``with ... as``)."""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(stmt))
 
 
 def _rebinds(block: list[ast.stmt], name: str) -> bool:

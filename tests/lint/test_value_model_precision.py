@@ -179,6 +179,21 @@ def test_a_rebinding_that_may_keep_the_tensor_still_syncs():
     assert [c for c, *_ in got if c == "GC111"] == ["GC111"]
 
 
+def test_a_later_tensor_rebinding_ends_the_narrowing():
+    got = codes('''
+        def gemm(x, out, beta: float | torch.Tensor = 1.0):
+            beta = beta if isinstance(beta, float) else 1.0
+            if beta != 1.0:
+                out.mul_(2)
+            for _ in range(2):
+                if beta != 2.0:
+                    out.mul_(3)
+                beta = x.sum()
+            kern[(1,)](x, 1, BLOCK=64)
+    ''')
+    assert [line for c, _, line in got if c == "GC111"] == ["if beta != 2.0:"]
+
+
 def test_a_rebinding_inside_a_branch_does_not_narrow_below_it():
     got = codes('''
         def gemm(x, out, flag: bool, beta: float | torch.Tensor = 1.0):
