@@ -162,7 +162,7 @@ class _Files:
     def __init__(self, paths: Sequence[str], sources: LintedSources | None):
         self.paths = list(paths)
         self.sources = sources
-        self._read: dict[int, tuple[str, str, bool] | None] = {}
+        self._read: dict[int, tuple[str, str, bool, bool] | None] = {}
         self._decls: dict[str, list[_Decl]] = {}
         self._classes: dict[int, list[tuple[int, int, str]]] = {}
         self._aliases: re.Pattern[str] | None | bool = False  # not looked for yet
@@ -184,9 +184,9 @@ class _Files:
             self._raw = [read_source(p, self.sources, _MAX_FILE) for p in self.paths]
         return self._raw
 
-    def read(self, i: int) -> tuple[str, str, bool] | None:
-        """(source, blanked text, whether a bare ``Tensor`` in it is PyTorch's) of file ``i``; None when it cannot
-        be decoded."""
+    def read(self, i: int) -> tuple[str, str, bool, bool] | None:
+        """(source, blanked text, whether a bare ``Tensor`` in it is PyTorch's, whether it turns Python objects into
+        tensors) of file ``i``; None when it cannot be decoded."""
         if i not in self._read:
             from graphcheck.lint import cpp_rules
             from graphcheck.lint.files import decode
@@ -198,7 +198,7 @@ class _Files:
                 return None
             text, _ = cpp_rules.blank(source)
             torch_file = _USES_TORCH.search(source) is not None and _OTHER_TENSOR.search(text) is None
-            self._read[i] = (source, text, torch_file)
+            self._read[i] = (source, text, torch_file, _TO_TENSOR.search(source) is not None)
         return self._read[i]
 
     def declarations(self, name: str, owner: str = "") -> list[_Decl]:
@@ -213,9 +213,12 @@ class _Files:
     def _class_spans(self, i: int) -> list[tuple[int, int, str]]:
         """(open brace, close brace, name) of every class or struct body of file ``i``."""
         if i not in self._classes:
+            from graphcheck.lint.cpp_rules import _bracket_pairs
+
             text = self.read(i)[1]  # type: ignore[index]
-            self._classes[i] = [(m.end() - 1, _close(text, m.end() - 1), m.group(1))
-                                for m in _CLASS_HEAD.finditer(text)]
+            heads = list(_CLASS_HEAD.finditer(text))
+            pairs = _bracket_pairs(text) if heads else {}  # one pass for all of them
+            self._classes[i] = [(m.end() - 1, pairs.get(m.end() - 1, len(text)), m.group(1)) for m in heads]
         return self._classes[i]
 
     def _declarations(self, name: str) -> list[_Decl]:
@@ -230,8 +233,7 @@ class _Files:
             read = self.read(i)
             if read is None:
                 continue
-            source, text, torch_file = read
-            objects = _TO_TENSOR.search(source) is not None
+            _source, text, torch_file, objects = read
             for m in rx.finditer(text):
                 decl = _declared_at(text, m.start(), m.end(), torch_file)
                 if decl is not None:
@@ -363,7 +365,7 @@ def surface(paths: Sequence[str], sources: LintedSources | None = None, files: _
         if read is None:
             continue
         path = files.paths[i]
-        source, text, torch_file = read
+        source, text, torch_file, objects = read
         for m in _TVM_EXPORT.finditer(text):
             open_at = text.index("(", m.start())
             names = tuple(sorted(set(_IDENT.findall(text, open_at, _close(text, open_at)))))
@@ -392,7 +394,6 @@ def surface(paths: Sequence[str], sources: LintedSources | None = None, files: _
             if m.group(1).startswith(("def_read", "def_property")):
                 capturable = False  # an attribute: reading or setting one is not a step an engine captures
             else:
-                objects = _TO_TENSOR.search(source) is not None
                 capturable = any(d is None or _capturable(d, files.aliases())
                                  for d in _bound(pieces, types, files, torch_file, objects))
             out.append(Bound(path, line, name, capturable, names, owner))
