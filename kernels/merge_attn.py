@@ -20,6 +20,9 @@ A part whose scale is exactly 0 contributes exactly 0, so garbage (NaN, inf) in
 an empty part never leaks into the result: small programs (at most 2 KiB of each
 input) load both parts without waiting for the LSEs (one memory round trip, not
 two) and drop an empty part with a select; large programs do not read it at all.
+Grids small enough to be resident all at once (at most ``_PREFETCH_PROGRAMS``
+programs) prefetch their inputs into L2 before waiting for the kernel before
+them (programmatic dependent launch), so that DRAM round trip overlaps it.
 
 The launch (grid, constexprs, warps) depends on shapes, strides and dtypes
 only; ``prefill_tokens_with_context`` and ``output_scale`` are runtime values
@@ -49,16 +52,15 @@ _LAYOUTS = ("auto", "hn", "nh")
 # LIMIT_MODE values: how the kernel learns prefill_tokens_with_context
 _LIMIT_NONE, _LIMIT_INT, _LIMIT_PTR = 0, 1, 2
 
-# fewest grid programs worth having before rows per program shrink (small N still fills the GPU)
-_MIN_PROGRAMS = 512
 # from this many ~8 KiB programs on, big programs (four 16-byte accesses per thread per input) win;
-# below it, small ones (one access per thread at four warps) do: H200 sweep, 2026-12-01 run 1
+# below it, ~2 KiB ones (one access per thread at four warps) do: H200 sweep, 2026-12-01 run 1
 _LARGE_PROGRAMS = 16384
-# grids of at most this many 1 KiB one-warp programs (one wave: 32 resident per SM) take them, with
-# programmatic dependent launch: 3.1 µs against 3.4 µs at N = 256, H = 32, D = 128 bf16 (H200 runs
-# kernels-s2-1/2); with more programs than one wave they lose (40 µs against 26 µs at N = 4096)
-_SMALL_GRID = 4096
-_SMALL_PROGRAM_BYTES = 1024
+_PROGRAM_BYTES = 2048
+# grids of at most this many ~2 KiB programs (about 8 per SM: all resident beside the kernel before them)
+# prefetch their inputs into L2 before the PDL wait. H200 run merge-s15-2, H = 32, D = 128 bf16: N = 256
+# 2.88 µs against 3.12 without, N = 16-192 16-20% faster; at 1536 and 2048 programs (N = 384, 512) 0.5-1.5%
+# slower, at N = 4096 (16384 programs) 7-9% slower
+_PREFETCH_PROGRAMS = 1024
 
 
 @triton.jit
@@ -84,6 +86,61 @@ def _round_to_e4m3(x):
     return (r.to(tl.int32, bitcast=True) | sign).to(tl.float32, bitcast=True)
 
 
+@triton.jit
+def _row_coords(rows, num_tokens, num_heads, HEAD_MAJOR: tl.constexpr, HEADS: tl.constexpr):
+    """(in range, token, head) of row numbers: head-major (consecutive rows = consecutive tokens of one
+    head) or token-major; HEADS > 0 is num_heads compiled in (no runtime divide)."""
+    if HEAD_MAJOR:
+        ok = rows < num_tokens * num_heads
+        h = rows // num_tokens
+        t = rows - h * num_tokens
+    elif HEADS > 0:
+        ok = rows < num_tokens * HEADS
+        t = rows // HEADS
+        h = rows - t * HEADS
+    else:
+        ok = rows < num_tokens * num_heads
+        t = rows // num_heads
+        h = rows - t * num_heads
+    return ok, t, h
+
+
+@triton.jit
+def _prefetch_l2(addr, want):
+    """``prefetch.global.L2`` of the 128-byte line at each ``addr`` where ``want``: a hint, it returns
+    nothing and loads nothing into registers or L1."""
+    tl.inline_asm_elementwise("{ .reg .pred p; setp.ne.b32 p, $2, 0; @p prefetch.global.L2 [$1]; mov.u32 $0, 0; }",
+                              "=r,l,r", [addr.to(tl.int64, bitcast=True), want.to(tl.int32)], dtype=tl.int32,
+                              is_pure=False, pack=1)
+
+
+@triton.jit
+def _prefetch_program(pre_ptr, suf_ptr, pre_lse_ptr, suf_lse_ptr, num_tokens, num_heads,
+                      pre_st, pre_sh, suf_st, suf_sh, plse_st, plse_sh, slse_st, slse_sh,
+                      HEAD_SIZE: tl.constexpr, ROWS: tl.constexpr, HEAD_MAJOR: tl.constexpr, HEADS: tl.constexpr,
+                      SLOTS: tl.constexpr):
+    """L2 prefetch of one program's inputs: every 128-byte line of its rows of both parts, then each row's two
+    LSEs, one address per slot. SLOTS (a power of two) is at least the program's thread count, so that no
+    thread repeats another's prefetch (a smaller tensor would be replicated across threads)."""
+    ELEM: tl.constexpr = pre_ptr.dtype.element_ty.primitive_bitwidth // 8
+    LINES: tl.constexpr = (HEAD_SIZE * ELEM + 127) // 128
+    DATA: tl.constexpr = ROWS * LINES
+    k = tl.arange(0, SLOTS)
+    is_data = k < 2 * DATA
+    j = tl.where(is_data, k % DATA, k - 2 * DATA)
+    row = tl.where(is_data, j // LINES, j % ROWS)
+    line = tl.where(is_data, j % LINES, 0)
+    ok, t, h = _row_coords(tl.program_id(0) * ROWS + row, num_tokens, num_heads, HEAD_MAJOR, HEADS)
+    t64 = t.to(tl.int64)
+    h64 = h.to(tl.int64)
+    pre8 = pre_ptr.to(tl.pointer_type(tl.int8)) + (t64 * pre_st + h64 * pre_sh) * ELEM + line * 128
+    suf8 = suf_ptr.to(tl.pointer_type(tl.int8)) + (t64 * suf_st + h64 * suf_sh) * ELEM + line * 128
+    pl8 = pre_lse_ptr.to(tl.pointer_type(tl.int8)) + (t64 * plse_st + h64 * plse_sh) * 4
+    sl8 = suf_lse_ptr.to(tl.pointer_type(tl.int8)) + (t64 * slse_st + h64 * slse_sh) * 4
+    addr = tl.where(k < DATA, pre8, tl.where(is_data, suf8, tl.where(k < 2 * DATA + ROWS, pl8, sl8)))
+    _prefetch_l2(addr, ok & (k < 2 * DATA + 2 * ROWS))
+
+
 @triton.jit(do_not_specialize=["limit_value"])
 def _merge_attn_states_kernel(
     out_ptr, pre_ptr, suf_ptr,
@@ -95,26 +152,22 @@ def _merge_attn_states_kernel(
     HEAD_SIZE: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr,
     HEAD_MAJOR: tl.constexpr, HAS_OUT_LSE: tl.constexpr, LIMIT_MODE: tl.constexpr,
     FP8_OUT: tl.constexpr, FP8_MAX: tl.constexpr, LOAD_FIRST: tl.constexpr, PDL: tl.constexpr,
-    HEADS: tl.constexpr,
+    HEADS: tl.constexpr, PREFETCH: tl.constexpr, PREFETCH_SLOTS: tl.constexpr,
 ):
+    if PREFETCH and PDL:
+        # Before waiting for the previous kernel: pull this program's inputs into L2. L2 is the point of
+        # coherence, so a line the previous kernel still writes is updated there, and the loads after the
+        # wait read the new values; with PDL this runs while the previous kernel finishes.
+        _prefetch_program(pre_ptr, suf_ptr, pre_lse_ptr, suf_lse_ptr, num_tokens, num_heads,
+                          pre_st, pre_sh, suf_st, suf_sh, plse_st, plse_sh, slse_st, slse_sh,
+                          HEAD_SIZE, ROWS, HEAD_MAJOR, HEADS, PREFETCH_SLOTS)
     _pdl.enter(PDL)
     # One program merges ROWS (token, head) rows. Rows are numbered head-major
     # (consecutive rows = consecutive tokens of one head, matching the [H, N]
     # LSE layout) or token-major (matching [N, H] and the [N, H, D] outputs).
     # HEADS > 0 is num_heads as a compile-time constant (token-major division without a runtime divide).
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    if HEAD_MAJOR:
-        row_ok = rows < num_tokens * num_heads
-        h = rows // num_tokens
-        t = rows - h * num_tokens
-    elif HEADS > 0:
-        row_ok = rows < num_tokens * HEADS
-        t = rows // HEADS
-        h = rows - t * HEADS
-    else:
-        row_ok = rows < num_tokens * num_heads
-        t = rows // num_heads
-        h = rows - t * num_heads
+    row_ok, t, h = _row_coords(tl.program_id(0) * ROWS + tl.arange(0, ROWS), num_tokens, num_heads, HEAD_MAJOR,
+                               HEADS)
     t64 = t.to(tl.int64)
     h64 = h.to(tl.int64)
 
@@ -192,7 +245,7 @@ class _Plan:
 
 _PLANS: dict[tuple, _Plan] = {}
 _CONSTEXPR_ORDER = ("HEAD_SIZE", "BLOCK_D", "ROWS", "HEAD_MAJOR", "HAS_OUT_LSE", "LIMIT_MODE", "FP8_OUT", "FP8_MAX",
-                    "LOAD_FIRST", "PDL", "HEADS")
+                    "LOAD_FIRST", "PDL", "HEADS", "PREFETCH", "PREFETCH_SLOTS")
 # programs with at most this many bytes of each input load both parts before the LSE math
 _LOAD_FIRST_BYTES = 2048
 
@@ -203,15 +256,17 @@ def default_config(num_tokens: int, num_heads: int, head_size: int, dtype: torch
 
     Large problems (at least ``_LARGE_PROGRAMS`` programs of about 8 KiB of each
     input): about 8 KiB per program, four 16-byte accesses per thread per input.
-    Mid-size ones: about 2 KiB per program at four warps, one access per thread per
+    All others: about 2 KiB per program at four warps, one access per thread per
     input, so that many short programs spread the work and finish together (on an
     H200 at N = 4096, H = 32, D = 128 bf16: 26.7 µs against 28.6 µs for the big
     programs), in token-major order (25.1 µs against 26.2 µs head-major, with
-    num_heads compiled in). Small ones (at most ``_SMALL_GRID`` programs of 1 KiB, one wave):
-    one warp per program over consecutive rows in token-major order; one row per
-    program when even that leaves fewer than ``_MIN_PROGRAMS`` programs. The row count takes few values per head size so
-    that a sweep of shapes compiles few variants. At N = 256 (H200 run kernels-s4-1) the shipped four rows per
-    warp took 3.06 µs; one, two and eight rows 10.5, 5.4 and 3.32 µs, the LSE math before the loads 3.39.
+    num_heads compiled in). Grids of at most ``_PREFETCH_PROGRAMS`` programs also
+    prefetch their inputs into L2 before waiting for the previous kernel
+    (:func:`default_prefetch`). Up to run merge-s15-2 the grids of at most 4096
+    one-warp programs of 1 KiB took those (N = 256: 3.09 µs); the 2 KiB programs
+    with the prefetch take 2.88 µs there and are faster at every N from 16 to 512
+    (H200, H = 32, D = 128 bf16; fp16, fp32, D = 64 and 256, [N, H] LSEs and H = 8
+    at N = 256 too).
     """
     elem = dtype.itemsize
     vec = max(1, 16 // elem)  # elements per 16-byte access
@@ -222,19 +277,22 @@ def default_config(num_tokens: int, num_heads: int, head_size: int, dtype: torch
         rows = target
         num_warps = max(1, min(8, (rows * block_d) // (vec * 32 * 4)))
         return rows, num_warps, layout == "hn"
-    small_rows = max(1, _SMALL_PROGRAM_BYTES // (block_d * elem))
-    if _launch.cdiv(n_rows, small_rows) <= _SMALL_GRID:
-        # One wave of one-warp programs over consecutive rows of a token (one contiguous span).
-        rows = small_rows if _launch.cdiv(n_rows, small_rows) >= _MIN_PROGRAMS else 1
-        return rows, 1, False
-    rows = max(1, min(target, 2048 // (block_d * elem)))
-    if _launch.cdiv(n_rows, rows) < _MIN_PROGRAMS:
-        rows = 1
+    rows = max(1, min(target, _PROGRAM_BYTES // (block_d * elem)))
     num_warps = max(1, min(4, (rows * block_d) // (vec * 32)))
     # Token-major in both LSE layouts: with num_heads compiled in, its row index needs no runtime
     # divide (H200 run kernels-s3-1, N = 4096 H = 32 D = 128 bf16 [H, N] LSE: 25.1 µs against 26.2 µs
     # head-major).
     return rows, num_warps, False
+
+
+def default_prefetch(programs: int) -> bool:
+    """Whether a PDL launch of ``programs`` programs prefetches its inputs into L2 before the wait.
+
+    Only a grid whose programs are all resident while the previous kernel still
+    runs gains: its prefetches overlap that kernel's tail. With more programs the
+    extra requests only compete with the loads.
+    """
+    return programs <= _PREFETCH_PROGRAMS
 
 
 def _check_output_like(name: str, t: Any) -> None:
@@ -355,6 +413,11 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
     heads_const = h if (const_heads and not head_major) else 0
     load_first = (bool(rest[2]) if len(rest) > 2 and rest[2] is not None
                   else rows * _launch.next_pow2(max(1, d)) * prefix_output.dtype.itemsize <= _LOAD_FIRST_BYTES)
+    grid = (_launch.cdiv(n * h, rows),)
+    prefetch = pdl and (bool(rest[3]) if len(rest) > 3 and rest[3] is not None else default_prefetch(grid[0]))
+    # one prefetch per 128-byte line of each row of both parts, plus the rows' two LSEs
+    wanted = 2 * rows * _launch.cdiv(d * prefix_output.dtype.itemsize, 128) + 2 * rows
+    prefetch_slots = max(32 * num_warps, _launch.next_pow2(wanted)) if prefetch else 1
     def lse_strides(t):
         return (t.stride(1), t.stride(0)) if layout == "hn" else (t.stride(0), t.stride(1))
     olse = lse_strides(output_lse) if output_lse is not None else (0, 0)
@@ -365,8 +428,7 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
                       HEAD_MAJOR=bool(head_major), HAS_OUT_LSE=output_lse is not None,
                       LIMIT_MODE=limit_mode, FP8_OUT=fp8, FP8_MAX=_FP8_MAX,
                       LOAD_FIRST=load_first,
-                      PDL=pdl, HEADS=heads_const)
-    grid = (_launch.cdiv(n * h, rows),)
+                      PDL=pdl, HEADS=heads_const, PREFETCH=prefetch, PREFETCH_SLOTS=prefetch_slots)
     return _Plan(grid, strides, constexprs, num_warps, limit_mode, n, h, n * h * d == 0)
 
 
@@ -376,9 +438,10 @@ def _desc(t: Any) -> Any:
 
 def _merge(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse=None,
            prefill_tokens_with_context=None, output_scale=None, lse_layout="auto", config=None) -> None:
-    """The wrapper's body; ``config`` = (rows, num_warps, head_major[, pdl[, const_heads[, load_first]]])
-    overrides the heuristic (``const_heads``, default True: num_heads compiled into a token-major launch;
-    ``load_first``: both parts loaded before the LSE math, None for the size rule)."""
+    """The wrapper's body; ``config`` = (rows, num_warps, head_major[, pdl[, const_heads[, load_first[,
+    prefetch]]]]) overrides the heuristic (``const_heads``, default True: num_heads compiled into a token-major
+    launch; ``load_first``: both parts loaded before the LSE math, None for the size rule; ``prefetch``: the
+    L2 prefetch before the PDL wait, None for :func:`default_prefetch`)."""
     limit = prefill_tokens_with_context
     # The plan key holds everything the checks and the launch depend on (shapes,
     # strides, dtypes, devices, which optional arguments are given) and no

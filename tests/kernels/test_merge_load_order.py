@@ -52,13 +52,15 @@ def test_garbage_in_an_empty_part_never_leaks(cfg):
 def test_the_configs_cover_both_orders_and_defaults_pick_by_size():
     orders = {_load_first(c, 64, torch.float16) for c in CONFIGS}
     assert orders == {True, False}
-    # H200 sweeps (2026-12-01): mid-size problems take ~2 KiB programs, large ones ~8 KiB, and grids
-    # of at most one wave of 1 KiB programs one warp each, token-major
+    # H200 sweeps (2026-12-01, merge-s15-2): below the large problems, ~2 KiB programs at four warps,
+    # token-major, down to the smallest grids
     assert mas.default_config(4096, 32, 128, torch.bfloat16, "hn") == (8, 4, False)
-    assert mas.default_config(256, 32, 128, torch.bfloat16, "hn") == (4, 1, False)
-    assert mas.default_config(512, 32, 128, torch.bfloat16, "nh") == (4, 1, False)
+    assert mas.default_config(256, 32, 128, torch.bfloat16, "hn") == (8, 4, False)
+    assert mas.default_config(512, 32, 128, torch.bfloat16, "nh") == (8, 4, False)
     assert mas.default_config(613, 32, 128, torch.bfloat16, "hn") == (8, 4, False)
-    assert mas.default_config(256, 32, 128, torch.float32, "hn") == (2, 1, False)
-    assert mas.default_config(40, 8, 128, torch.bfloat16, "hn") == (1, 1, False)  # fewer than 512 programs
+    assert mas.default_config(256, 32, 128, torch.float32, "hn") == (4, 4, False)
+    assert mas.default_config(40, 8, 128, torch.bfloat16, "hn") == (8, 4, False)
+    assert mas.default_config(256, 16, 256, torch.bfloat16, "hn") == (4, 4, False)
+    assert mas.default_config(3, 2, 64, torch.float16, "hn") == (16, 4, False)
     assert mas.default_config(65536, 32, 128, torch.bfloat16, "nh") == (32, 4, False)
     assert mas.default_config(65536, 32, 128, torch.float32, "hn") == (16, 4, True)
