@@ -3,8 +3,9 @@
 With PDL (compute capability 9.0 and later) a kernel may be launched while the
 kernel before it on the stream is still finishing, so its launch and program
 set-up overlap that kernel's tail. That is safe only if the kernel waits for its
-predecessor before touching memory: :func:`enter` does exactly that
-(``griddepcontrol.wait``) as the kernel's first statement, and then lets the
+predecessor before it loads or stores anything: :func:`enter` does exactly that
+(``griddepcontrol.wait``) before the kernel's first load (only an L2 prefetch, which
+moves no value into the program, may come earlier), and then lets the
 next PDL kernel start launching (``griddepcontrol.launch_dependents``; a kernel
 that honours PDL waits for this one to complete before it reads anything).
 Inside a CUDA graph, stream capture records the programmatic dependency as a
