@@ -47,20 +47,6 @@ def use(device: torch.device) -> bool:
 
 
 @triton.jit
-def wait(PDL: tl.constexpr):
-    """With PDL, wait until the previous kernel's work is complete and visible."""
-    if PDL:
-        tl.extra.cuda.gdc_wait()
-
-
-@triton.jit
-def allow_next(PDL: tl.constexpr):
-    """With PDL, let the next PDL kernel start launching (it still waits for this one before it reads)."""
-    if PDL:
-        tl.extra.cuda.gdc_launch_dependents()
-
-
-@triton.jit
 def enter(PDL: tl.constexpr):
     """First statement of a kernel: with PDL, wait until the previous kernel's work is complete and
     visible, then allow the next PDL kernel to launch."""

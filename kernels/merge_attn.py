@@ -153,7 +153,7 @@ def _merge_attn_states_kernel(
     HEAD_SIZE: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr,
     HEAD_MAJOR: tl.constexpr, HAS_OUT_LSE: tl.constexpr, LIMIT_MODE: tl.constexpr,
     FP8_OUT: tl.constexpr, FP8_MAX: tl.constexpr, LOAD_FIRST: tl.constexpr, PDL: tl.constexpr,
-    HEADS: tl.constexpr, PREFETCH: tl.constexpr, PREFETCH_SLOTS: tl.constexpr, LATE_NEXT: tl.constexpr,
+    HEADS: tl.constexpr, PREFETCH: tl.constexpr, PREFETCH_SLOTS: tl.constexpr,
 ):
     if PREFETCH and PDL:
         # Before waiting for the previous kernel: pull this program's inputs into L2. L2 is the point of
@@ -162,11 +162,7 @@ def _merge_attn_states_kernel(
         _prefetch_program(pre_ptr, suf_ptr, pre_lse_ptr, suf_lse_ptr, num_tokens, num_heads,
                           pre_st, pre_sh, suf_st, suf_sh, plse_st, plse_sh, slse_st, slse_sh,
                           HEAD_SIZE, ROWS, HEAD_MAJOR, HEADS, PREFETCH_SLOTS)
-    _pdl.wait(PDL)
-    # LATE_NEXT: the next kernel may launch only once this program's loads are issued (below)
-    LATE: tl.constexpr = LATE_NEXT and LOAD_FIRST
-    if not LATE:
-        _pdl.allow_next(PDL)
+    _pdl.enter(PDL)
     # One program merges ROWS (token, head) rows. Rows are numbered head-major
     # (consecutive rows = consecutive tokens of one head, matching the [H, N]
     # LSE layout) or token-major (matching [N, H] and the [N, H, D] outputs).
@@ -191,12 +187,6 @@ def _merge_attn_states_kernel(
         # trip instead of two; a select below drops empty parts)
         x = tl.load(pre_rows[:, None] + d[None, :], mask=io_mask, other=0.0).to(tl.float32)
         y = tl.load(suf_rows[:, None] + d[None, :], mask=io_mask, other=0.0).to(tl.float32)
-        if LATE and PDL:
-            # Every warp's loads are issued before the next kernel's programs arrive and prefetch: an earlier
-            # launch lets their requests compete with these (H200 run merge-s15-4: 2.88-2.94 µs at N = 256
-            # against 3.02-3.08 on the same machine)
-            tl.debug_barrier()
-            _pdl.allow_next(PDL)
     p = tl.where(p == float("inf"), float("-inf"), p)
     s = tl.where(s == float("inf"), float("-inf"), s)
     if LIMIT_MODE == 1:
@@ -256,7 +246,7 @@ class _Plan:
 
 _PLANS: dict[tuple, _Plan] = {}
 _CONSTEXPR_ORDER = ("HEAD_SIZE", "BLOCK_D", "ROWS", "HEAD_MAJOR", "HAS_OUT_LSE", "LIMIT_MODE", "FP8_OUT", "FP8_MAX",
-                    "LOAD_FIRST", "PDL", "HEADS", "PREFETCH", "PREFETCH_SLOTS", "LATE_NEXT")
+                    "LOAD_FIRST", "PDL", "HEADS", "PREFETCH", "PREFETCH_SLOTS")
 # programs with at most this many bytes of each input load both parts before the LSE math
 _LOAD_FIRST_BYTES = 2048
 
@@ -439,8 +429,7 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
                       HEAD_MAJOR=bool(head_major), HAS_OUT_LSE=output_lse is not None,
                       LIMIT_MODE=limit_mode, FP8_OUT=fp8, FP8_MAX=_FP8_MAX,
                       LOAD_FIRST=load_first,
-                      PDL=pdl, HEADS=heads_const, PREFETCH=prefetch, PREFETCH_SLOTS=prefetch_slots,
-                      LATE_NEXT=pdl and (bool(rest[4]) if len(rest) > 4 and rest[4] is not None else prefetch))
+                      PDL=pdl, HEADS=heads_const, PREFETCH=prefetch, PREFETCH_SLOTS=prefetch_slots)
     return _Plan(grid, strides, constexprs, num_warps, limit_mode, n, h, n * h * d == 0)
 
 
@@ -451,10 +440,9 @@ def _desc(t: Any) -> Any:
 def _merge(output, prefix_output, prefix_lse, suffix_output, suffix_lse, output_lse=None,
            prefill_tokens_with_context=None, output_scale=None, lse_layout="auto", config=None) -> None:
     """The wrapper's body; ``config`` = (rows, num_warps, head_major[, pdl[, const_heads[, load_first[,
-    prefetch[, late_next]]]]]) overrides the heuristic (``const_heads``, default True: num_heads compiled into a
-    token-major launch; ``load_first``: both parts loaded before the LSE math, None for the size rule;
-    ``prefetch``: the L2 prefetch before the PDL wait, None for :func:`default_prefetch`; ``late_next``: the next
-    kernel launches only once a load-first program's loads are issued, None: where it prefetches)."""
+    prefetch]]]]) overrides the heuristic (``const_heads``, default True: num_heads compiled into a token-major
+    launch; ``load_first``: both parts loaded before the LSE math, None for the size rule; ``prefetch``: the
+    L2 prefetch before the PDL wait, None for :func:`default_prefetch`)."""
     limit = prefill_tokens_with_context
     # The plan key holds everything the checks and the launch depend on (shapes,
     # strides, dtypes, devices, which optional arguments are given) and no

@@ -47,7 +47,7 @@ def test_without_pdl_nothing_is_prefetched_whatever_the_config_says():
     for config in (None, (4, 1, False, True, True, None, True), (16, 4, False, False, True, None, True)):
         plan = _plan(args, config)
         assert plan.constexprs["PDL"] is False and plan.constexprs["PREFETCH"] is False, config
-        assert plan.constexprs["PREFETCH_SLOTS"] == 1 and plan.constexprs["LATE_NEXT"] is False
+        assert plan.constexprs["PREFETCH_SLOTS"] == 1
     mas._merge(**args, lse_layout="hn", config=(4, 1, False, True, True, None, True))
     check_against_reference(mas, args, "hn", label="prefetch asked for without PDL")
 
@@ -61,20 +61,14 @@ def test_small_pdl_grids_prefetch_one_line_per_thread():
     assert plan.constexprs["PREFETCH"] is True
     # 8 rows x 2 lines x 2 parts + 16 LSEs = 48 prefetches over 128 threads: 128 slots, none repeated
     assert (plan.constexprs["ROWS"], plan.num_warps, plan.constexprs["PREFETCH_SLOTS"]) == (8, 4, 128)
-    # and the next kernel launches only once this one's loads are issued
-    assert plan.constexprs["LATE_NEXT"] is True
     big = make_inputs(4096, 32, 128, torch.bfloat16, "hn", seed=2, device="cuda")
-    assert _plan(big).constexprs["PREFETCH"] is False and _plan(big).constexprs["LATE_NEXT"] is False
-    off = _plan(small, (8, 4, False, True, True, None, False)).constexprs
-    assert off["PREFETCH"] is False and off["LATE_NEXT"] is False
-    early = _plan(small, (8, 4, False, True, True, None, True, False)).constexprs
-    assert early["PREFETCH"] is True and early["LATE_NEXT"] is False
+    assert _plan(big).constexprs["PREFETCH"] is False
+    assert _plan(small, (8, 4, False, True, True, None, False)).constexprs["PREFETCH"] is False
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("late_next", [None, False], ids=["default", "early-next"])
 @pytest.mark.parametrize("layout", ["hn", "nh"])
-def test_a_prefetching_merge_reads_what_the_merge_before_it_is_still_writing(layout, late_next):
+def test_a_prefetching_merge_reads_what_the_merge_before_it_is_still_writing(layout):
     if not _pdl.supported(torch.device("cuda")):
         pytest.skip("PDL needs compute capability 9.0 or later")
     h, d, n_first, n = 32, 128, 16384, 256
@@ -85,14 +79,13 @@ def test_a_prefetching_merge_reads_what_the_merge_before_it_is_still_writing(lay
     second["prefix_output"] = first["output"][-n:]
     second["prefix_lse"] = (first["output_lse"][:, -n:] if layout == "hn" else first["output_lse"][-n:])
     assert _plan(second, layout=layout).constexprs["PREFETCH"] is True
-    assert mas.default_config(n, h, d, torch.bfloat16, layout) == (8, 4, False)
     sources = {k: first[k].clone() for k in ("prefix_output", "suffix_output", "prefix_lse", "suffix_lse")}
 
     def step():
         for k, v in sources.items():
             first[k].copy_(v)
         mas._merge(**first, lse_layout=layout)
-        mas._merge(**second, lse_layout=layout, config=(8, 4, False, True, True, None, True, late_next))
+        mas._merge(**second, lse_layout=layout)
 
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
