@@ -58,8 +58,8 @@ _LARGE_PROGRAMS = 16384
 _PROGRAM_BYTES = 2048
 # grids of at most this many ~2 KiB programs (about 8 per SM: all resident beside the kernel before them)
 # prefetch their inputs into L2 before the PDL wait. H200 run merge-s15-2, H = 32, D = 128 bf16: N = 256
-# 2.88 µs against 3.12 without (on other machines either 2.89-2.92 or 3.04-3.09 per graph instance, run
-# merge-s15-3), N = 16-192 10-24% faster; at 1536 and 2048 programs (N = 384, 512) 0.5-1.5% slower, at
+# 2.88 µs against 3.12 without (on other machines in two states, 2.88-2.94 or 3.02-3.09, runs merge-s15-3
+# to -5), N = 16-192 10-24% faster; at 1536 and 2048 programs (N = 384, 512) 0.5-1.5% slower, at
 # N = 4096 (16384 programs) 7-9% slower
 _PREFETCH_PROGRAMS = 1024
 
@@ -267,7 +267,7 @@ def default_config(num_tokens: int, num_heads: int, head_size: int, dtype: torch
     one-warp programs of 1 KiB took those (N = 256: 3.04-3.13 µs); the 2 KiB
     programs with the prefetch take 2.87-3.09 µs there and are faster at every N
     from 16 to 512 (H200, H = 32, D = 128 bf16; fp16, fp32, D = 64 and 256, [N, H]
-    LSEs and H = 8 at N = 256 too; runs merge-s15-1 to -3).
+    LSEs and H = 8 at N = 256 too; runs merge-s15-1 to -5).
     """
     elem = dtype.itemsize
     vec = max(1, 16 // elem)  # elements per 16-byte access
