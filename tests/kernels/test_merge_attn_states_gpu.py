@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 import torch
+from graph_util import capture
 from merge_attn_states_util import check_against_reference, make_inputs, padding_untouched
 
 pytestmark = pytest.mark.gpu
@@ -124,14 +125,7 @@ def test_cuda_graph_capture_and_mutated_replay(mas, dtype):
     def call():
         mas.merge_attn_states(**args, prefill_tokens_with_context=limit, lse_layout=layout)
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        call()  # warm-up: plan and compile outside the capture
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        call()
+    graph = capture(call)  # planned and compiled outside the capture
 
     for seed, new_limit in ((101, 0), (102, 300), (103, n)):
         fresh = make_inputs(n, h, d, dtype, layout, seed=seed, device="cuda")

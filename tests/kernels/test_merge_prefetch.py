@@ -19,6 +19,7 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+from graph_util import capture  # noqa: E402
 from merge_attn_states_util import check_against_reference, make_inputs  # noqa: E402
 
 import graphcheck.kernels.merge_attn as mas  # noqa: E402
@@ -87,14 +88,7 @@ def test_a_prefetching_merge_reads_what_the_merge_before_it_is_still_writing(lay
         mas._merge(**first, lse_layout=layout)
         mas._merge(**second, lse_layout=layout)
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
+    graph = capture(step)
     g = torch.Generator(device="cuda")
     for seed in range(1, 5):
         g.manual_seed(seed)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import mqa_check
 import pytest
 import torch
+from graph_util import capture
 
 from graphcheck.kernels import _pdl, fp8_paged_mqa_logits, merge_attn, paged_mqa_logits
 from graphcheck.kernels.paged_mqa_logits import PagedConfig
@@ -65,14 +66,7 @@ def test_merge_with_pdl_reads_what_the_previous_kernel_wrote(n):
             v.copy_(torch.randn(v.shape, device=dev, generator=g) * (4 if k.endswith("l") else 1))
 
     fill(0)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
+    graph = capture(step)
     for seed in range(1, REPLAYS + 1):
         fill(seed)
         seen.fill_(float("nan"))
@@ -118,14 +112,7 @@ def test_paged_with_pdl_reads_what_the_previous_kernel_wrote(cfg):
         fp8_paged_mqa_logits(**live, out=out, config=cfg)
         seen.copy_(out)
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
+    graph = capture(step)
     for seed in range(1, REPLAYS + 1):
         fresh = paged_mqa_logits.make_inputs(16, 2, 64, 128, 64, 8192, seed=seed, device="cuda", avg_len=4096,
                                              max_blocks=96)
