@@ -15,22 +15,17 @@ import torch
 import triton
 import triton.language as tl
 
+from graphcheck.kernels import _launch
+
 FP8_MAX = 448.0
 #: keys whose per-token amax is below this are scaled as if it were this
 AMAX_FLOOR = 1e-4
 
 
-@functools.cache
-def _capability(index: int) -> tuple[int, int]:
-    return torch.cuda.get_device_capability(index)
-
-
 def native_fp8_dot(device: torch.device) -> bool:
     """Whether the FP8 dot runs natively: compute capability >= 8.9, or the interpreter."""
-    if device.type != "cuda":
-        return True  # the interpreter computes FP8 dots exactly
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    return _capability(index) >= (8, 9)
+    capability = _launch.cuda_capability(device)
+    return capability is None or capability >= (8, 9)  # the interpreter computes FP8 dots exactly
 
 
 @functools.cache
@@ -42,8 +37,7 @@ def sm_count(device: torch.device) -> int:
     """Streaming multiprocessors on ``device`` (a fixed 8 under the interpreter)."""
     if device.type != "cuda":
         return 8
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    return _sm_count(index)
+    return _sm_count(_launch.cuda_index(device))
 
 
 def check_launchable(*tensors: torch.Tensor) -> torch.device:

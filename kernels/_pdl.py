@@ -17,28 +17,22 @@ interpreter never uses it.
 
 from __future__ import annotations
 
-import functools
 import os
 
 import torch
 import triton
 import triton.language as tl
 
+from graphcheck.kernels import _launch
+
 #: the process-wide switch (tests and benchmarks compare both settings)
 ENABLED = os.environ.get("GRAPHCHECK_KERNELS_PDL", "1") != "0"
 
 
-@functools.cache
-def _capability(index: int) -> tuple[int, int]:
-    return torch.cuda.get_device_capability(index)
-
-
 def supported(device: torch.device) -> bool:
     """Whether launches on ``device`` may use PDL (CUDA, compute capability >= 9.0)."""
-    if device.type != "cuda":
-        return False
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    return _capability(index) >= (9, 0)
+    capability = _launch.cuda_capability(device)
+    return capability is not None and capability >= (9, 0)
 
 
 def use(device: torch.device) -> bool:

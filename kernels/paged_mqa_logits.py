@@ -122,25 +122,17 @@ WS_MAX_SPAN = 2
 #: 2^-8·B tolerance.
 
 
-def _cuda_capability(device: torch.device) -> tuple[int, int] | None:
-    """The compute capability of CUDA ``device``; None for any other device (the interpreter)."""
-    if device.type != "cuda":
-        return None
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    return _fp8._capability(index)
-
-
 def _tma_default(device: torch.device) -> bool:
     """Whether default launches on ``device`` take their key tiles through TMA (CUDA, compute capability
     >= 9.0; never under the interpreter, where tests choose it explicitly)."""
-    capability = _cuda_capability(device)
+    capability = _launch.cuda_capability(device)
     return capability is not None and capability >= (9, 0)
 
 
 def _ws_default(device: torch.device) -> bool:
     """Whether default launches on ``device`` may take the warp-specialised kernel: CUDA, compute capability 9.0
     exactly (its wgmma is Hopper's), never under the interpreter (which cannot run Gluon)."""
-    return _cuda_capability(device) == (9, 0)
+    return _launch.cuda_capability(device) == (9, 0)
 
 
 def ws_fits(q: torch.Tensor, kv_cache: torch.Tensor) -> bool:
