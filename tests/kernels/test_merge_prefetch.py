@@ -77,8 +77,11 @@ def test_a_prefetching_merge_reads_what_the_merge_before_it_is_still_writing(lay
     second = make_inputs(n, h, d, torch.bfloat16, layout, seed=11, device="cuda")
     # the second merge's prefix is the first merge's last tokens: the first's last programs write them,
     # about when the second's programs start and prefetch them
+    def last_tokens(lse):
+        return lse[:, -n:] if layout == "hn" else lse[-n:]
+
     second["prefix_output"] = first["output"][-n:]
-    second["prefix_lse"] = (first["output_lse"][:, -n:] if layout == "hn" else first["output_lse"][-n:])
+    second["prefix_lse"] = last_tokens(first["output_lse"])
     assert _plan(second, layout=layout).constexprs["PREFETCH"] is True
     sources = {k: first[k].clone() for k in ("prefix_output", "suffix_output", "prefix_lse", "suffix_lse")}
 
@@ -99,8 +102,8 @@ def test_a_prefetching_merge_reads_what_the_merge_before_it_is_still_writing(lay
         graph.replay()
         torch.cuda.synchronize()
         mid, mid_lse = mas.merge_attn_states_reference(
-            sources["prefix_output"][-n:], sources["prefix_lse"][:, -n:] if layout == "hn" else sources["prefix_lse"][-n:],
-            sources["suffix_output"][-n:], sources["suffix_lse"][:, -n:] if layout == "hn" else sources["suffix_lse"][-n:],
+            sources["prefix_output"][-n:], last_tokens(sources["prefix_lse"]),
+            sources["suffix_output"][-n:], last_tokens(sources["suffix_lse"]),
             lse_layout=layout)
         want, want_lse = mas.merge_attn_states_reference(mid, mid_lse, second["suffix_output"], second["suffix_lse"],
                                                          lse_layout=layout, compute_dtype=torch.float64,
