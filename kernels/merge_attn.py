@@ -64,6 +64,40 @@ _PROGRAM_BYTES = 2048
 _PREFETCH_PROGRAMS = 1024
 
 
+_LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
+_LN2: tl.constexpr = tl.constexpr(0.6931471805599453)
+
+
+@triton.jit
+def _exp2(x, FAST: tl.constexpr):
+    """2**x; on CUDA one ``ex2.approx.ftz`` (results below 2**-126 flush to zero)."""
+    if FAST:
+        return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True,
+                                         pack=1)
+    else:
+        return tl.exp2(x)
+
+
+@triton.jit
+def _rcp(x, FAST: tl.constexpr):
+    """1 / x; on CUDA one ``rcp.approx.ftz`` (here x is in [1, 2])."""
+    if FAST:
+        return tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True,
+                                         pack=1)
+    else:
+        return 1.0 / x
+
+
+@triton.jit
+def _log2(x, FAST: tl.constexpr):
+    """log2(x); on CUDA one ``lg2.approx.ftz`` (here x is in [1, 2])."""
+    if FAST:
+        return tl.inline_asm_elementwise("lg2.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True,
+                                         pack=1)
+    else:
+        return tl.log2(x)
+
+
 @triton.jit
 def _round_to_e4m3(x):
     """Round fp32 ``x`` (|x| <= 448) to the nearest float8_e4m3fn value, ties to even.
@@ -153,7 +187,7 @@ def _merge_attn_states_kernel(
     HEAD_SIZE: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr,
     HEAD_MAJOR: tl.constexpr, HAS_OUT_LSE: tl.constexpr, LIMIT_MODE: tl.constexpr,
     FP8_OUT: tl.constexpr, FP8_MAX: tl.constexpr, LOAD_FIRST: tl.constexpr, PDL: tl.constexpr,
-    HEADS: tl.constexpr, PREFETCH: tl.constexpr, PREFETCH_SLOTS: tl.constexpr,
+    HEADS: tl.constexpr, PREFETCH: tl.constexpr, PREFETCH_SLOTS: tl.constexpr, FAST_MATH: tl.constexpr,
 ):
     if PREFETCH and PDL:
         # Before waiting for the previous kernel: pull this program's inputs into L2. L2 is the point of
@@ -162,31 +196,34 @@ def _merge_attn_states_kernel(
         _prefetch_program(pre_ptr, suf_ptr, pre_lse_ptr, suf_lse_ptr, num_tokens, num_heads,
                           pre_st, pre_sh, suf_st, suf_sh, plse_st, plse_sh, slse_st, slse_sh,
                           HEAD_SIZE, ROWS, HEAD_MAJOR, HEADS, PREFETCH_SLOTS)
-    _pdl.enter(PDL)
     # One program merges ROWS (token, head) rows. Rows are numbered head-major
     # (consecutive rows = consecutive tokens of one head, matching the [H, N]
     # LSE layout) or token-major (matching [N, H] and the [N, H, D] outputs).
     # HEADS > 0 is num_heads as a compile-time constant (token-major division without a runtime divide).
+    # Every address is computed before the PDL wait, so that after it only loads, math and stores remain.
     row_ok, t, h = _row_coords(tl.program_id(0) * ROWS + tl.arange(0, ROWS), num_tokens, num_heads, HEAD_MAJOR,
                                HEADS)
     t64 = t.to(tl.int64)
     h64 = h.to(tl.int64)
-
-    p = tl.load(pre_lse_ptr + t64 * plse_st + h64 * plse_sh, mask=row_ok, other=float("-inf"))
-    s = tl.load(suf_lse_ptr + t64 * slse_st + h64 * slse_sh, mask=row_ok, other=float("-inf"))
     d = tl.arange(0, BLOCK_D)
     if BLOCK_D == HEAD_SIZE:
         io_mask = row_ok[:, None]
     else:
         io_mask = row_ok[:, None] & (d < HEAD_SIZE)[None, :]
+    pre_at = pre_ptr + (t64 * pre_st + h64 * pre_sh)[:, None] + d[None, :]
+    suf_at = suf_ptr + (t64 * suf_st + h64 * suf_sh)[:, None] + d[None, :]
+    out_at = out_ptr + (t64 * out_st + h64 * out_sh)[:, None] + d[None, :]
+    plse_at = pre_lse_ptr + t64 * plse_st + h64 * plse_sh
+    slse_at = suf_lse_ptr + t64 * slse_st + h64 * slse_sh
+    _pdl.enter(PDL)
 
-    pre_rows = pre_ptr + (t64 * pre_st + h64 * pre_sh)
-    suf_rows = suf_ptr + (t64 * suf_st + h64 * suf_sh)
+    p = tl.load(plse_at, mask=row_ok, other=float("-inf"))
+    s = tl.load(slse_at, mask=row_ok, other=float("-inf"))
     if LOAD_FIRST:
         # small programs: the outputs are loaded without waiting for the LSEs (one memory round
         # trip instead of two; a select below drops empty parts)
-        x = tl.load(pre_rows[:, None] + d[None, :], mask=io_mask, other=0.0).to(tl.float32)
-        y = tl.load(suf_rows[:, None] + d[None, :], mask=io_mask, other=0.0).to(tl.float32)
+        x = tl.load(pre_at, mask=io_mask, other=0.0).to(tl.float32)
+        y = tl.load(suf_at, mask=io_mask, other=0.0).to(tl.float32)
     p = tl.where(p == float("inf"), float("-inf"), p)
     s = tl.where(s == float("inf"), float("-inf"), s)
     if LIMIT_MODE == 1:
@@ -195,30 +232,32 @@ def _merge_attn_states_kernel(
         limit = tl.load(limit_ptr)
         p = tl.where(t < limit, p, float("-inf"))
 
+    # The larger part has weight 1 / (1 + e) and the smaller e / (1 + e), with e = exp(-|p - s|): one
+    # exponential per row. Both -inf (an empty row) makes e NaN; the selects give it weights 0.
     m = tl.maximum(p, s)
     empty = m == float("-inf")
-    m = tl.where(empty, 0.0, m)
-    a = tl.exp(p - m)
-    b = tl.exp(s - m)
-    z = tl.where(empty, 1.0, a + b)
-    sa = a / z
-    sb = b / z
+    e = _exp2(tl.abs(p - s) * -_LOG2E, FAST_MATH)
+    z = 1.0 + e
+    big = tl.where(empty, 0.0, _rcp(z, FAST_MATH))
+    small = tl.where(empty, 0.0, e * big)
+    sa = tl.where(p >= s, big, small)
+    sb = tl.where(p >= s, small, big)
 
     if LOAD_FIRST:
-        o = tl.where(sa[:, None] > 0.0, x * sa[:, None], 0.0) + tl.where(sb[:, None] > 0.0, y * sb[:, None], 0.0)
+        # a part with weight 0 may hold anything (NaN, inf): it is zeroed before the multiply-add
+        o = tl.where(sa[:, None] > 0.0, x, 0.0) * sa[:, None] + tl.where(sb[:, None] > 0.0, y, 0.0) * sb[:, None]
     else:
         # large programs: an empty part (scale 0) is not even read
-        x = tl.load(pre_rows[:, None] + d[None, :], mask=io_mask & (sa > 0.0)[:, None], other=0.0).to(tl.float32)
-        y = tl.load(suf_rows[:, None] + d[None, :], mask=io_mask & (sb > 0.0)[:, None], other=0.0).to(tl.float32)
+        x = tl.load(pre_at, mask=io_mask & (sa > 0.0)[:, None], other=0.0).to(tl.float32)
+        y = tl.load(suf_at, mask=io_mask & (sb > 0.0)[:, None], other=0.0).to(tl.float32)
         o = x * sa[:, None] + y * sb[:, None]
     if FP8_OUT:
         o = o / tl.load(scale_ptr)
         o = _round_to_e4m3(tl.minimum(tl.maximum(o, -FP8_MAX), FP8_MAX))
-    out_rows = out_ptr + (t64 * out_st + h64 * out_sh)
-    tl.store(out_rows[:, None] + d[None, :], o.to(out_ptr.dtype.element_ty), mask=io_mask)
+    tl.store(out_at, o.to(out_ptr.dtype.element_ty), mask=io_mask)
 
     if HAS_OUT_LSE:
-        lse = tl.where(empty, float("-inf"), tl.log(z) + m)
+        lse = tl.where(empty, float("-inf"), m + _log2(z, FAST_MATH) * _LN2)
         tl.store(out_lse_ptr + t64 * olse_st + h64 * olse_sh, lse, mask=row_ok)
 
 
@@ -246,7 +285,7 @@ class _Plan:
 
 _PLANS: dict[tuple, _Plan] = {}
 _CONSTEXPR_ORDER = ("HEAD_SIZE", "BLOCK_D", "ROWS", "HEAD_MAJOR", "HAS_OUT_LSE", "LIMIT_MODE", "FP8_OUT", "FP8_MAX",
-                    "LOAD_FIRST", "PDL", "HEADS", "PREFETCH", "PREFETCH_SLOTS")
+                    "LOAD_FIRST", "PDL", "HEADS", "PREFETCH", "PREFETCH_SLOTS", "FAST_MATH")
 # programs with at most this many bytes of each input load both parts before the LSE math
 _LOAD_FIRST_BYTES = 2048
 
@@ -429,7 +468,8 @@ def _make_plan(output, prefix_output, prefix_lse, suffix_output, suffix_lse, out
                       HEAD_MAJOR=bool(head_major), HAS_OUT_LSE=output_lse is not None,
                       LIMIT_MODE=limit_mode, FP8_OUT=fp8, FP8_MAX=_FP8_MAX,
                       LOAD_FIRST=load_first,
-                      PDL=pdl, HEADS=heads_const, PREFETCH=prefetch, PREFETCH_SLOTS=prefetch_slots)
+                      PDL=pdl, HEADS=heads_const, PREFETCH=prefetch, PREFETCH_SLOTS=prefetch_slots,
+                      FAST_MATH=device.type == "cuda")
     return _Plan(grid, strides, constexprs, num_warps, limit_mode, n, h, n * h * d == 0)
 
 
