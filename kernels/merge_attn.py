@@ -16,6 +16,15 @@ Math per token t and head h (p = prefix LSE, s = suffix LSE)::
     out_lse = log(Z) + m
     both parts empty (p = s = -inf): out = 0, out_lse = -inf (never NaN)
 
+The kernel computes it with one exponential per row: one of a and b is 1, the
+other e = exp(-|p - s|), so the larger part weighs 1 / (1 + e), the smaller
+e / (1 + e), and out_lse = m + log(1 + e). On CUDA, exp, the reciprocal and the
+log are the hardware approximations (``ex2``/``rcp``/``lg2.approx.ftz``; e below
+2**-126 flushes to 0, which drops a part weighing less than that): the math is
+most of a small merge's instructions after the PDL wait, and those instructions
+set its time (H200 run merge-s16-1: N = 256 bf16 2.69-2.75 µs against 2.87-3.03
+with the exact functions and two exponentials).
+
 A part whose scale is exactly 0 contributes exactly 0, so garbage (NaN, inf) in
 an empty part never leaks into the result: small programs (at most 2 KiB of each
 input) load both parts without waiting for the LSEs (one memory round trip, not
@@ -57,10 +66,10 @@ _LIMIT_NONE, _LIMIT_INT, _LIMIT_PTR = 0, 1, 2
 _LARGE_PROGRAMS = 16384
 _PROGRAM_BYTES = 2048
 # grids of at most this many ~2 KiB programs (about 8 per SM: all resident beside the kernel before them)
-# prefetch their inputs into L2 before the PDL wait. H200 run merge-s15-2, H = 32, D = 128 bf16: N = 256
-# 2.88 µs against 3.12 without (on other machines in two states, 2.88-2.94 or 3.02-3.09, runs merge-s15-3
-# to -5), N = 16-192 10-24% faster; at 1536 and 2048 programs (N = 384, 512) 0.5-1.5% slower, at
-# N = 4096 (16384 programs) 7-9% slower
+# prefetch their inputs into L2 before the PDL wait. H200 run merge-s15-2, H = 32, D = 128 bf16 (before the
+# one-exponential math): N = 256 2.88 µs against 3.12 without (on other machines in two states, 2.88-2.94
+# or 3.02-3.09, runs merge-s15-3 to -5), N = 16-192 10-24% faster; at 1536 and 2048 programs (N = 384, 512)
+# 0.5-1.5% slower, at N = 4096 (16384 programs) 7-9% slower
 _PREFETCH_PROGRAMS = 1024
 
 
@@ -304,9 +313,10 @@ def default_config(num_tokens: int, num_heads: int, head_size: int, dtype: torch
     prefetch their inputs into L2 before waiting for the previous kernel
     (:func:`default_prefetch`). Up to run merge-s15-2 the grids of at most 4096
     one-warp programs of 1 KiB took those (N = 256: 3.04-3.13 µs); the 2 KiB
-    programs with the prefetch take 2.87-3.09 µs there and are faster at every N
+    programs with the prefetch took 2.87-3.09 µs there and were faster at every N
     from 16 to 512 (H200, H = 32, D = 128 bf16; fp16, fp32, D = 64 and 256, [N, H]
-    LSEs and H = 8 at N = 256 too; runs merge-s15-1 to -5).
+    LSEs and H = 8 at N = 256 too; runs merge-s15-1 to -5); with the
+    one-exponential math, 2.69-2.75 µs (run merge-s16-1).
     """
     elem = dtype.itemsize
     vec = max(1, 16 // elem)  # elements per 16-byte access

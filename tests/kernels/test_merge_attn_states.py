@@ -110,6 +110,27 @@ def test_inf_rules_per_position():
     check_against_reference(mas, args, "nh", label="inf rules")
 
 
+@pytest.mark.parametrize("base", [0.0, 37.5, -1.0e4])
+def test_lse_gaps_from_ties_to_underflow_match_float64(base):
+    """The weights come from one exponential of the LSE gap (on CUDA an approximate ex2, rcp and lg2): every
+    gap from a tie through the point where exp underflows (about 87 in fp32) to huge, in both orders, at a
+    base where the LSEs cancel and one where they are large, matches a float64 reference tightly in fp32."""
+    gaps = [0.0, 1e-7, 1e-3, 0.5, 1.0, 3.0, 10.0, 30.0, 80.0, 87.0, 88.0, 90.0, 103.0, 104.0, 110.0, 1e3, 1e30]
+    n, h, d = 2 * len(gaps), 2, 64
+    args = make_inputs(n, h, d, torch.float32, "nh", seed=3, device=DEVICE, inf_frac=0)
+    gap = torch.tensor(gaps + [-g for g in gaps], dtype=torch.float64, device=DEVICE)[:, None].expand(n, h)
+    args["prefix_lse"].copy_(base + gap / 2)
+    args["suffix_lse"].copy_(base - gap / 2)
+    run(args, lse_layout="nh")
+    ref_out, ref_lse = reference(mas, args, "nh")
+    torch.testing.assert_close(args["output"].double(), ref_out.double(), atol=1e-5, rtol=1e-5)
+    # the LSE to a few fp32 ulps of its own size (exact where one part underflows)
+    torch.testing.assert_close(args["output_lse"].double(), ref_lse.double(), atol=2e-6, rtol=4e-7)
+    far = gap.abs() > 90
+    winner = torch.where(gap > 0, args["prefix_lse"], args["suffix_lse"])
+    assert torch.equal(args["output_lse"][far], winner[far])
+
+
 @pytest.mark.parametrize("d", [64, 48])
 def test_garbage_in_an_empty_part_does_not_leak(d):
     args = make_inputs(6, 2, d, torch.float16, "hn", seed=5, device=DEVICE, inf_frac=0)
