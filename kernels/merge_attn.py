@@ -78,33 +78,11 @@ _LN2: tl.constexpr = tl.constexpr(0.6931471805599453)
 
 
 @triton.jit
-def _exp2(x, FAST: tl.constexpr):
-    """2**x; on CUDA one ``ex2.approx.ftz`` (results below 2**-126 flush to zero)."""
-    if FAST:
-        return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True,
-                                         pack=1)
-    else:
-        return tl.exp2(x)
-
-
-@triton.jit
-def _rcp(x, FAST: tl.constexpr):
-    """1 / x; on CUDA one ``rcp.approx.ftz`` (here x is in [1, 2])."""
-    if FAST:
-        return tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True,
-                                         pack=1)
-    else:
-        return 1.0 / x
-
-
-@triton.jit
-def _log2(x, FAST: tl.constexpr):
-    """log2(x); on CUDA one ``lg2.approx.ftz`` (here x is in [1, 2])."""
-    if FAST:
-        return tl.inline_asm_elementwise("lg2.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True,
-                                         pack=1)
-    else:
-        return tl.log2(x)
+def _approx(x, PTX: tl.constexpr):
+    """One approximate fp32 instruction on ``x`` (``PTX`` with $0 the result and $1 the operand): on CUDA the
+    kernel takes ``ex2``, ``rcp`` and ``lg2.approx.ftz``, one MUFU instruction each (results below 2**-126 flush
+    to zero); the interpreter, which cannot run PTX, takes Triton's own functions instead."""
+    return tl.inline_asm_elementwise(PTX, "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
 
 
 @triton.jit
@@ -245,9 +223,10 @@ def _merge_attn_states_kernel(
     # exponential per row. Both -inf (an empty row) makes e NaN; the selects give it weights 0.
     m = tl.maximum(p, s)
     empty = m == float("-inf")
-    e = _exp2(tl.abs(p - s) * -_LOG2E, FAST_MATH)
+    gap2 = tl.abs(p - s) * -_LOG2E
+    e = _approx(gap2, "ex2.approx.ftz.f32 $0, $1;") if FAST_MATH else tl.exp2(gap2)
     z = 1.0 + e
-    big = tl.where(empty, 0.0, _rcp(z, FAST_MATH))
+    big = tl.where(empty, 0.0, _approx(z, "rcp.approx.ftz.f32 $0, $1;") if FAST_MATH else 1.0 / z)  # z in [1, 2]
     small = tl.where(empty, 0.0, e * big)
     sa = tl.where(p >= s, big, small)
     sb = tl.where(p >= s, small, big)
@@ -266,7 +245,8 @@ def _merge_attn_states_kernel(
     tl.store(out_at, o.to(out_ptr.dtype.element_ty), mask=io_mask)
 
     if HAS_OUT_LSE:
-        lse = tl.where(empty, float("-inf"), m + _log2(z, FAST_MATH) * _LN2)
+        log2_z = _approx(z, "lg2.approx.ftz.f32 $0, $1;") if FAST_MATH else tl.log2(z)
+        lse = tl.where(empty, float("-inf"), m + log2_z * _LN2)
         tl.store(out_lse_ptr + t64 * olse_st + h64 * olse_sh, lse, mask=row_ok)
 
 
